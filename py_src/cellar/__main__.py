@@ -1,0 +1,3 @@
+from cellar.cli import main
+
+raise SystemExit(main())
