@@ -12,9 +12,9 @@ import sys
 from collections.abc import Sequence
 
 from cellar import __version__
-from cellar.cli import revision
+from cellar.cli import revision, serve
 
-COMMANDS = (revision,)
+COMMANDS = (revision, serve)
 
 
 def build_parser() -> argparse.ArgumentParser:

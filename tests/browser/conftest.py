@@ -1,0 +1,66 @@
+"""Headless Chromium (Debian's, driven by Playwright) against the built site on a free port.
+
+Screenshots go to test-results/screenshots/. Chromium is never skipped: `python3 build.py test`
+installs it when missing, and without it these tests fail saying how to get it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, sync_playwright
+
+from cellar.site_server import serve_in_background
+
+CHROMIUM = Path(os.environ.get("CELLAR_CHROMIUM", "/usr/bin/chromium"))
+# Without the networking flags Chromium keeps trying to reach Google's services, and this
+# machine's closed network refuses every attempt.
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-results" / "screenshots"
+BOOT_TIMEOUT_MS = 120_000
+
+
+@pytest.fixture(scope="session")
+def site_url(site) -> Iterator[str]:
+    server = serve_in_background(site)
+    yield f"http://127.0.0.1:{server.server_port}/"
+    server.shutdown()
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    if not CHROMIUM.exists():
+        pytest.fail(f"Chromium is missing ({CHROMIUM}): run `python3 build.py browser` as root, "
+                    "or `sudo apt-get install chromium chromium-driver`, or set CELLAR_CHROMIUM")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(BOOT_TIMEOUT_MS)
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    yield page
+    context.close()
+    assert not errors, f"uncaught errors in the page: {errors}"
+
+
+@pytest.fixture
+def screenshot(page) -> callable:
+    def take(name: str) -> Path:
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        path = SCREENSHOTS / f"{name}.png"
+        page.screenshot(path=str(path), full_page=True)
+        return path
+    return take

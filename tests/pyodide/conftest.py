@@ -1,0 +1,27 @@
+"""The `pyodide` fixture: one Node process running the site's Pyodide with the cellar wheel.
+
+    def test_same_revision(pyodide):
+        assert pyodide.run("import cellar.provenance as p; p.revision('x')") == revision("x")
+
+`pyodide.run(code)` returns the JSON-decoded value of the code's final expression; a Python
+exception inside Pyodide is raised here as cellar.pyodide_host.PyodideError with its traceback.
+Load more of Pyodide's packages from the code itself:
+`import pyodide_js; await pyodide_js.loadPackage("pandas")`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from cellar.pyodide_host import PyodideHost
+
+
+@pytest.fixture(scope="session")
+def pyodide(site) -> Iterator[PyodideHost]:
+    manifest = json.loads((site / "build.json").read_text())
+    wheels = [site / wheel for wheel in manifest["wheels"]]
+    with PyodideHost(site / "pyodide", wheels=wheels, packages=["numpy"]) as host:
+        yield host

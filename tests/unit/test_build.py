@@ -1,0 +1,96 @@
+"""build.py: the runtime is verified file by file, and the site is assembled idempotently."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def load_build():
+    spec = importlib.util.spec_from_file_location("cellar_build", ROOT / "build.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+build = load_build()
+
+
+@pytest.fixture(scope="module")
+def runtime() -> Path:
+    directory = build.runtime_dir()
+    if not (directory / "pyodide-lock.json").exists():
+        pytest.fail(f"{directory}: no runtime in the cache; run `python3 build.py runtime`")
+    return directory
+
+
+@pytest.fixture
+def cache_copy(tmp_path, runtime) -> Path:
+    """A private copy of the cached runtime, to damage without touching the real cache."""
+    cache = tmp_path / "cache"
+    shutil.copytree(runtime, cache / runtime.name)
+    return cache
+
+
+def flip_one_byte(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("victim", ["pyodide.asm.wasm", "numpy-2.0.2-cp312-cp312-pyodide_2024_0_wasm32.whl",
+                                    "pyodide-lock.json"])
+def test_a_flipped_byte_in_the_cached_runtime_stops_the_build_naming_the_file(cache_copy, victim):
+    path = cache_copy / f"pyodide-{build.PYODIDE_VERSION}" / victim
+    flip_one_byte(path)
+    result = subprocess.run([sys.executable, str(ROOT / "build.py"), "runtime"],
+                            env={**os.environ, "CELLAR_CACHE": str(cache_copy)},
+                            capture_output=True, text=True)
+    assert result.returncode == 1
+    assert str(path) in result.stderr
+    assert "SHA-256 mismatch" in result.stderr
+    assert "expected" in result.stderr and "found" in result.stderr
+
+
+def test_the_intact_runtime_verifies(runtime):
+    lock = build.verify_runtime(runtime)
+    assert lock["info"]["version"] == build.PYODIDE_VERSION
+
+
+def test_the_site_lock_lists_exactly_what_the_site_ships(site):
+    lock = json.loads((site / "pyodide" / "pyodide-lock.json").read_text())
+    shipped = {path.name for path in (site / "pyodide").iterdir()} - set(build.CORE_FILES) - {"pyodide-lock.json"}
+    assert {entry["file_name"] for entry in lock["packages"].values()} == shipped
+    for entry in lock["packages"].values():
+        assert build.sha256_file(site / "pyodide" / entry["file_name"]) == entry["sha256"]
+    for name in entry.get("depends", []):
+        assert build.canonical(name) in {build.canonical(key) for key in lock["packages"]}
+    assert {"numpy", "micropip", "pandas"} <= set(lock["packages"])
+
+
+def test_a_second_site_build_changes_nothing(site):
+    build_site = [sys.executable, str(ROOT / "build.py"), "site"]
+    subprocess.run(build_site, capture_output=True, check=True)  # brings site/ up to date
+    before = {path: path.stat().st_mtime_ns for path in site.rglob("*") if path.is_file()}
+    result = subprocess.run(build_site, capture_output=True, text=True, check=True)
+    assert "0 changed" in result.stdout
+    assert "fetching" not in result.stdout
+    after = {path: path.stat().st_mtime_ns for path in site.rglob("*") if path.is_file()}
+    assert after == before
+
+
+def test_package_closure_follows_dependencies_across_name_spellings(runtime):
+    lock = build.verify_runtime(runtime)
+    closure = build.package_closure(lock, ("ipython",))
+    assert "prompt_toolkit" in closure or "prompt-toolkit" in closure
+    with pytest.raises(build.BuildError, match="not in the Pyodide"):
+        build.package_closure(lock, ("no-such-package",))
