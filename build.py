@@ -259,15 +259,41 @@ def step_wheel() -> list[Path]:
     return wheels
 
 
+# --- js: the JavaScript libraries the pages use, bundled ----------------------------------------
+
+BUNDLES = ROOT / "build" / "bundles"
+
+
+def step_js() -> Path:
+    """Install the locked npm packages (npm ci) and bundle each web/bundles/*.js with esbuild."""
+    stamp = ROOT / "node_modules" / ".cellar-lock"
+    wanted = sha256_file(ROOT / "package-lock.json")
+    if not (stamp.exists() and stamp.read_text() == wanted):
+        log("js: installing the locked npm packages (npm ci)")
+        run(["npm", "ci", "--no-audit", "--no-fund", "--silent"], cwd=ROOT)
+        stamp.write_text(wanted)
+    BUNDLES.mkdir(parents=True, exist_ok=True)
+    entries = sorted((WEB / "bundles").glob("*.js"))
+    run([str(ROOT / "node_modules" / ".bin" / "esbuild"), *map(str, entries), "--bundle",
+         "--format=esm", "--minify", "--legal-comments=linked", "--log-level=warning",
+         f"--outdir={BUNDLES}"], cwd=ROOT)
+    for stale in BUNDLES.iterdir():
+        if stale.name.split(".")[0] not in {entry.stem for entry in entries}:
+            stale.unlink()
+    return BUNDLES
+
+
 # --- site: the static site -----------------------------------------------------------------------
 
 
-def site_plan(runtime: Path, lock: dict, wheels: list[Path]) -> tuple[dict[str, Path], dict]:
+def site_plan(runtime: Path, lock: dict, wheels: list[Path], bundles: Path) -> tuple[dict[str, Path], dict]:
     """What site/ holds: relative path -> source file, plus the site's own lock."""
     plan: dict[str, Path] = {}
     for path in sorted(WEB.rglob("*")):
-        if path.is_file():
+        if path.is_file() and path.parent != WEB / "bundles":  # those are bundled, not copied
             plan[path.relative_to(WEB).as_posix()] = path
+    for path in sorted(bundles.iterdir()):
+        plan[f"bundles/{path.name}"] = path
     for name in CORE_FILES:
         plan[f"pyodide/{name}"] = runtime / name
     shipped = package_closure(lock, SITE_PACKAGES)
@@ -302,7 +328,8 @@ def step_site() -> Path:
     step_setup()
     runtime, lock = step_runtime()
     wheels = step_wheel()
-    plan, site_lock = site_plan(runtime, lock, wheels)
+    bundles = step_js()
+    plan, site_lock = site_plan(runtime, lock, wheels, bundles)
     written = sum(sync_file(source, SITE / relative) for relative, source in plan.items())
     written += write_if_changed(SITE / "pyodide/pyodide-lock.json", json.dumps(site_lock, indent=1))
     manifest = {
@@ -372,6 +399,7 @@ def main(argv: list[str] | None = None) -> int:
     commands.add_parser("setup", help="create .venv and install the project with its dev tools")
     commands.add_parser("runtime", help="fetch and verify the Pyodide runtime (cached)")
     commands.add_parser("wheel", help="build the cellar wheel into wheels/")
+    commands.add_parser("js", help="install the locked npm packages and bundle the page libraries")
     commands.add_parser("site", help="assemble the static site in site/")
     commands.add_parser("browser", help="make sure Chromium is installed for the browser tests")
     serve = commands.add_parser("serve", help="build the site and serve it")
@@ -386,7 +414,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "test":
             return command_test(args)
         steps = {"setup": step_setup, "runtime": step_runtime, "browser": step_browser,
-                 "wheel": lambda: (step_setup(), step_wheel()), "site": step_site}
+                 "wheel": lambda: (step_setup(), step_wheel()), "js": step_js,
+                 "site": step_site}
         steps[args.command]()
         return 0
     except BuildError as error:
