@@ -1,0 +1,47 @@
+"""`cellar serve`: the built site over HTTP with the types and headers a Pyodide page needs."""
+
+import subprocess
+import sys
+import urllib.request
+
+import pytest
+
+
+@pytest.fixture
+def served(site):
+    process = subprocess.Popen([sys.executable, "-m", "cellar", "serve", str(site), "--port", "0"],
+                               stdout=subprocess.PIPE, text=True)
+    line = process.stdout.readline()
+    assert line.startswith("Serving ")
+    yield line.split(" at ")[1].split()[0]
+    process.terminate()
+    process.wait(timeout=10)
+
+
+def fetch(url):
+    with urllib.request.urlopen(url, timeout=30) as response:
+        return response.headers, response.read()
+
+
+def test_serves_the_page_and_the_runtime_with_their_types(served):
+    headers, body = fetch(served)
+    assert b'id="revision-input"' in body
+    headers, body = fetch(served + "pyodide/pyodide.asm.wasm")
+    assert headers["Content-Type"] == "application/wasm"
+    assert body[:4] == b"\0asm"
+    headers, _ = fetch(served + "pyodide/pyodide.mjs")
+    assert headers["Content-Type"] == "text/javascript"
+
+
+def test_sends_cross_origin_isolation_and_revalidation_headers(served):
+    headers, _ = fetch(served + "build.json")
+    assert headers["Cross-Origin-Opener-Policy"] == "same-origin"
+    assert headers["Cross-Origin-Embedder-Policy"] == "require-corp"
+    assert headers["Cache-Control"] == "no-cache"
+
+
+def test_refuses_a_directory_without_a_site(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "cellar", "serve", str(tmp_path)],
+                            capture_output=True, text=True)
+    assert result.returncode == 1
+    assert "no index.html" in result.stderr and str(tmp_path) in result.stderr
