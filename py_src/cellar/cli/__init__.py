@@ -12,9 +12,9 @@ import sys
 from collections.abc import Sequence
 
 from cellar import __version__
-from cellar.cli import revision, serve
+from cellar.cli import blobs, lesson, revision, serve
 
-COMMANDS = (revision, serve)
+COMMANDS = (revision, serve, blobs, lesson)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,786 @@
+r"""Virtual file system for re-rendering: paths as written in notebooks -> content-addressed blobs.
+
+An archive keeps `pathmap.json` at its root and its input files as blobs under
+`blobs/sha256/<ab>/<hex>`:
+
+    {"format": 1,
+     "files": {"\\\\srv-calc-01\\projects\\2017\\17-042\\inputs\\tanks_17042c.csv": "sha256:<hex>"},
+     "trees": {"\\\\srv-calc-01\\hull": {"2019/130m/lines.csv": "sha256:<hex>"}}}
+
+`files` maps single logical paths; `trees` maps whole folders (such as a share root) with paths
+relative to the prefix, `/`-separated. A notebook's path is resolved to a blob id by `PathMap.resolve`
+and the bytes come from a `BlobStore`, which checks every blob against its SHA-256.
+
+Resolution rules (Windows-faithful, and refusing rather than guessing):
+
+- Flavours. Windows paths (`\\server\share\...`, `X:\...`, `\\?\UNC\...`, `\\?\X:\...`) take
+  either slash and compare case-insensitively, character by character as Windows does. POSIX paths
+  (`/...`) take `/` only and compare exactly; a backslash in one is refused as ambiguous. Home paths
+  (`~`, `~/...`, `~\...`: the author's home, whatever the sandbox's `expanduser` makes of it) take
+  either slash and compare exactly; `~name` (another user's home) is refused.
+- Relative paths resolve against `cwd` (an absolute logical path; see `chdir`) and take its flavour.
+  With a Windows cwd, `\x` is rooted at the cwd's share or drive and `C:x` is relative to the cwd
+  if it is on drive C, else to `C:\`.
+- Repeated separators collapse and `.` is dropped; `..` goes up, but a `..` that would climb above the
+  share root, drive root, `/` or `~` is refused, even if later names would come back down. In the
+  device forms `\\?\` and `\\.\`, `.` and `..` are refused: Windows passes them through
+  unresolved in `\\?\` paths, and nothing legitimate needs them there.
+- Nothing is decoded: `..%5c` is a name with a percent sign in it, and look-alike characters such as
+  U+FF0E (fullwidth full stop) are ordinary characters.
+- Refused in every flavour: paths over 4,096 characters, names over 255, NUL and other control
+  characters, text that is not valid Unicode. In Windows paths also `<>:"|?*` (so alternate data
+  streams `name:stream`), device names (CON, PRN, AUX, NUL, COM0-9, LPT0-9 and superscript-digit
+  forms, CONIN$, CONOUT$, with or without extensions), names ending in a dot or a space (Windows
+  strips those, so they would alias another name), and device-namespace paths other than a drive or
+  `UNC\server\share` (`\\.\PhysicalDrive0`, `\\?\GLOBALROOT\...`).
+- A path that is not mapped is a FileNotFoundError (`NotInPathMap`) when its folder is one the map
+  implies (an ancestor of a mapped file) or it lies below a tree prefix; any other path is outside
+  every mapping and refused (`PathRefused`, a PermissionError): other servers, other drives' folders,
+  `/etc/passwd`.
+
+Exceptions, all `VfsError`:
+
+    VfsError
+    |- PathMapError (ValueError)            a bad pathmap.json: names the file and the entry
+    |- PathRefused (PermissionError)        unsafe path, or outside every mapping
+    |- NotInPathMap (FileNotFoundError)     unmapped path in a mapped folder
+    |- IsADirectory (IsADirectoryError)     a file read of a folder the map implies
+    |- NotADirectory (NotADirectoryError)   a listing of a mapped file
+    `- BlobError
+       |- InvalidBlobId (ValueError)        not `sha256:` + 64 lowercase hex digits
+       |- BlobNotFound (FileNotFoundError)  the store has no such blob
+       `- BlobCorrupt                       the bytes do not hash to the blob id: never swallowed
+                                            by a notebook's `except OSError`
+
+Resolution and the blob checks are stdlib-only and run in Pyodide; fsspec is imported only by a
+`BlobStore` whose root is a URL (object storage on the host). In the browser the worker fetches a
+blob's bytes from `blob_path(blob_id)` on the site and checks them with `verify_blob`.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import re
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from os import PathLike
+from typing import Any
+
+FORMAT = 1
+PATHMAP_FILE = "pathmap.json"
+MAX_PATH_CHARS = 4096  # POSIX PATH_MAX; Windows' own limit (32,767) is far beyond any real archive
+MAX_NAME_CHARS = 255
+BLOB_PATTERN = re.compile(r"sha256:([0-9a-f]{64})")
+_WINDOWS_BAD_CHARS = frozenset('<>:"|?*')
+_DEVICE_NAMES = frozenset(
+    ["CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"]
+    + [f"{port}{digit}" for port in ("COM", "LPT") for digit in "0123456789\u00b9\u00b2\u00b3"]
+)
+_DEVICE_PREFIX = re.compile(r"[\\/]{2}[?.][\\/]")
+_DRIVE = re.compile(r"([A-Za-z]):(.*)", re.S)
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+_SEPARATORS = {"windows": re.compile(r"[\\/]"), "home": re.compile(r"[\\/]"), "posix": re.compile("/")}
+
+AnyPath = str | bytes | PathLike
+
+
+class VfsError(Exception):
+    """Base of every error that cellar.vfs raises."""
+
+
+class PathMapError(VfsError, ValueError):
+    """A path map that is not valid: the message names the file and the entry."""
+
+
+class PathRefused(VfsError, PermissionError):
+    """A path that is unsafe or outside every mapping; nothing was read."""
+
+
+class NotInPathMap(VfsError, FileNotFoundError):
+    """A path in a mapped folder that the path map does not list."""
+
+
+class IsADirectory(VfsError, IsADirectoryError):
+    """A file read of a folder that the path map implies."""
+
+
+class NotADirectory(VfsError, NotADirectoryError):
+    """A folder listing of a mapped file."""
+
+
+class BlobError(VfsError):
+    """Base of the blob store's errors."""
+
+
+class InvalidBlobId(BlobError, ValueError):
+    """A blob id that is not `sha256:` followed by 64 lowercase hex digits."""
+
+
+class BlobNotFound(BlobError, FileNotFoundError):
+    """The blob store has no blob with this id."""
+
+
+class BlobCorrupt(BlobError):
+    """A blob whose bytes do not hash to its id."""
+
+
+def _shown(text: str) -> str:
+    """The path as an error message shows it: whole, unless it is too long to read."""
+    return text if len(text) <= 200 else f"{text[:120]}... ({len(text)} characters)"
+
+
+def _refused(text: str, reason: str) -> PathRefused:
+    return PathRefused(errno.EACCES, f"refused: {reason}", _shown(text))
+
+
+# -- Logical paths ---------------------------------------------------------------------------------
+
+
+def _fold(name: str) -> str:
+    """Windows' case-insensitive form: each character upper-cased alone (no 'ß' -> 'SS')."""
+    return "".join(upper if len(upper := char.upper()) == 1 else char for char in name)
+
+
+@dataclass(frozen=True)
+class LogicalPath:
+    r"""An absolute logical path: a root (`\\server\share`, `C:`, `/` or `~`) and names below it."""
+
+    flavour: str  # "windows", "posix" or "home"
+    root: str
+    parts: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        if self.flavour == "windows":  # a drive root is C:\ but a share root has no final separator
+            if not self.parts and not self.root.startswith("\\"):
+                return self.root + "\\"
+            return "\\".join((self.root,) + self.parts)
+        if self.flavour == "posix":
+            return "/" + "/".join(self.parts)
+        return "/".join(("~",) + self.parts)
+
+    @property
+    def key(self) -> tuple[str, ...]:
+        """What two spellings of one path have in common: case-folded on Windows, exact elsewhere."""
+        names = (self.root,) + self.parts
+        return tuple(map(_fold, names)) if self.flavour == "windows" else names
+
+
+def _text(path: AnyPath) -> str:
+    """The path as text, with the checks that do not depend on its flavour."""
+    path = os.fspath(path)
+    if isinstance(path, bytes):
+        try:
+            path = path.decode("utf-8")
+        except UnicodeDecodeError:
+            raise _refused(repr(path), "a path that is not valid UTF-8") from None
+    if not isinstance(path, str):
+        raise TypeError(f"a path must be str, bytes or os.PathLike, not {type(path).__name__}")
+    if len(path) > MAX_PATH_CHARS:
+        raise _refused(path, f"longer than {MAX_PATH_CHARS} characters")
+    if "\x00" in path:
+        raise _refused(path, "a NUL byte in the path")
+    control = next((char for char in path if char < " "), None)
+    if control is not None:
+        raise _refused(path, f"a control character {control!r} in the path")
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _refused(path, "a lone surrogate in the path (not valid Unicode)") from None
+    if not path:
+        raise NotInPathMap(errno.ENOENT, "an empty path is not in the archive's path map", path)
+    return path
+
+
+def _check_name(name: str, flavour: str, text: str) -> None:
+    """Refuse a file or folder name that could alias another name or reach a device."""
+    if len(name) > MAX_NAME_CHARS:
+        raise _refused(text, f"a name longer than {MAX_NAME_CHARS} characters")
+    if flavour == "posix":
+        if "\\" in name:
+            raise _refused(text, "a backslash in a POSIX path (a separator on Windows, a character here)")
+        return
+    if flavour != "windows":
+        return
+    if ":" in name:
+        raise _refused(text, f"{name!r} names an alternate data stream (':' inside a path)")
+    bad = next((char for char in name if char in _WINDOWS_BAD_CHARS), None)
+    if bad is not None:
+        raise _refused(text, f"{bad!r} is not allowed in a Windows file name ({name!r})")
+    if name.split(".")[0].rstrip(" ").upper() in _DEVICE_NAMES:
+        raise _refused(text, f"{name!r} is a Windows device name")
+    if name.endswith((".", " ")):
+        raise _refused(text, f"{name!r} ends in a dot or a space, which Windows strips")
+
+
+def _walk(base: LogicalPath, rest: str, verbatim: bool, text: str) -> LogicalPath:
+    """Apply the names of `rest` to `base`: collapse separators, drop `.`, keep `..` within the root."""
+    parts = list(base.parts)
+    for name in _SEPARATORS[base.flavour].split(rest):
+        if name in (".", "..") and verbatim:
+            raise _refused(text, f"{name!r} in a device path (\\\\?\\ or \\\\.\\), taken literally there")
+        if name in ("", "."):
+            continue
+        if name == "..":
+            if not parts:
+                raise _refused(text, f"'..' climbs above {str(LogicalPath(base.flavour, base.root))!r}")
+            parts.pop()
+            continue
+        _check_name(name, base.flavour, text)
+        parts.append(name)
+    return LogicalPath(base.flavour, base.root, tuple(parts))
+
+
+def _unc(text: str) -> tuple[LogicalPath, str]:
+    r"""The share root of a `\\server\share\...` path and the rest after it."""
+    server, share, rest = (re.split(r"[\\/]", text[2:], maxsplit=2) + ["", ""])[:3]
+    if not server or not share:
+        raise _refused(text, "a UNC path needs a server and a share: \\\\server\\share\\...")
+    for name in (server, share):
+        if name in (".", ".."):
+            raise _refused(text, f"{name!r} as a server or share name")
+        _check_name(name, "windows", text)
+    return LogicalPath("windows", f"\\\\{server}\\{share}"), rest
+
+
+def logical_path(path: AnyPath, cwd: AnyPath | None = None) -> LogicalPath:
+    """The absolute logical path that `path` names, relative paths taken against `cwd`.
+
+    Raises PathRefused for anything unsafe (see the module's rules); never touches a file system.
+    """
+    text = _text(path)
+    body, verbatim = text, False
+    if _DEVICE_PREFIX.match(text):
+        body, verbatim = text[4:], True
+        if re.match(r"UNC[\\/]", body, re.I):
+            body = "\\\\" + body[4:]
+        elif not re.match(r"[A-Za-z]:([\\/]|$)", body):
+            raise _refused(text, "a device-namespace path that names neither a drive nor UNC\\server\\share")
+    drive = _DRIVE.match(body)
+    if re.match(r"[\\/]{2}", body):
+        base, rest = _unc(body)
+    elif drive:
+        root, rest = drive.group(1).upper() + ":", drive.group(2)
+        base = LogicalPath("windows", root)
+        if not verbatim and rest[:1] not in ("\\", "/") and cwd is not None:
+            here = logical_path(cwd)  # `C:x`: relative to the working directory if that is on C:
+            if here.root == root:
+                base = here
+    elif body == "~" or body.startswith(("~/", "~\\")):
+        base, rest = LogicalPath("home", "~"), body[1:]
+    elif body.startswith("~"):
+        raise _refused(text, "the home directory of another user (only '~' is mapped)")
+    elif body.startswith(("/", "\\")):
+        here = logical_path(cwd) if cwd is not None else None
+        if here is not None and here.flavour == "windows":  # rooted at the working directory's drive
+            base = LogicalPath("windows", here.root)
+        else:
+            base = LogicalPath("posix", "/")
+        rest = body
+    elif cwd is None:
+        raise _refused(text, "a relative path with no working directory to resolve it against")
+    else:
+        base, rest = logical_path(cwd), body
+    return _walk(base, rest, verbatim, text)
+
+
+def _tree_target(root: LogicalPath, relative: str) -> LogicalPath:
+    """The path of a tree entry: `relative` ('/'-separated, no '.', '..' or empty names) below `root`."""
+    names = relative.split("/")
+    if "\\" in relative or {"", ".", ".."} & set(names):
+        raise _refused(relative, "a tree path must be relative and '/'-separated, "
+                                 "without '.', '..' or empty names")
+    for name in names:
+        _check_name(name, root.flavour, relative)
+    target = LogicalPath(root.flavour, root.root, root.parts + tuple(names))
+    if len(str(target)) > MAX_PATH_CHARS:
+        raise _refused(relative, f"the full path is longer than {MAX_PATH_CHARS} characters")
+    return target
+
+
+def chdir(cwd: AnyPath | None, path: AnyPath) -> str:
+    r"""The working directory after `os.chdir(path)` from `cwd`, computed without any file system.
+
+    `chdir(r"\\srv\p\2017", r"C:\PGE383")` is `'C:\\PGE383'`; whether the folder exists is the
+    path map's question (`PathMap.isdir`).
+    """
+    return str(logical_path(path, cwd))
+
+
+# -- Blob ids and the hash check (pure: the browser worker uses them too) --------------------------
+
+
+def check_blob_id(blob_id: object) -> str:
+    """The hex digest of a valid blob id; InvalidBlobId for anything else (so no id leaves the store)."""
+    match = BLOB_PATTERN.fullmatch(blob_id) if isinstance(blob_id, str) else None
+    if match is None:
+        raise InvalidBlobId(f"invalid blob id {blob_id!r}: expected 'sha256:' and 64 lowercase hex digits")
+    return match.group(1)
+
+
+def blob_id_of(data: bytes) -> str:
+    """The blob id of `data`: `sha256:` and the SHA-256 hex digest of the bytes."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def blob_path(blob_id: str) -> str:
+    """Where a blob lives relative to the store's root: `blobs/sha256/<ab>/<hex>`."""
+    digest = check_blob_id(blob_id)
+    return f"blobs/sha256/{digest[:2]}/{digest}"
+
+
+def verify_blob(blob_id: str, data: bytes, where: str = "") -> bytes:
+    """`data` if it hashes to `blob_id`; BlobCorrupt naming the blob (and `where` it came from)."""
+    actual = blob_id_of(data)
+    if actual != f"sha256:{check_blob_id(blob_id)}":
+        place = f" at {where}" if where else ""
+        raise BlobCorrupt(f"blob {blob_id}{place} is corrupt: its bytes hash to {actual}")
+    return data
+
+
+# -- The path map -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class PathMap:
+    """Logical paths -> blob ids, with the folders they imply. Build it with `from_dict`."""
+
+    data: dict[str, Any]  # the map as pathmap.json holds it, keys sorted
+    files: dict[tuple[str, ...], tuple[str, str]] = field(repr=False)  # key -> (path, blob id)
+    dirs: dict[tuple[str, ...], dict[str, str]] = field(repr=False)  # key -> {folded name: name}
+    trees: frozenset[tuple[str, ...]] = field(repr=False)
+
+    @classmethod
+    def from_dict(cls, data: object, source: str = PATHMAP_FILE) -> PathMap:
+        """Validate a decoded pathmap.json; PathMapError names `source` and the entry at fault."""
+        return _Builder(source).build(data)
+
+    def entries(self) -> dict[str, str]:
+        """Every mapped file, as the map spells it, with its blob id."""
+        return dict(sorted(self.files.values()))
+
+    def resolve(self, path: AnyPath, cwd: AnyPath | None = None) -> str:
+        """The blob id of the file that `path` names (relative paths against `cwd`)."""
+        target = logical_path(path, cwd)
+        hit = self.files.get(target.key)
+        if hit is not None:
+            return hit[1]
+        raise self._missing(target, _text(path))
+
+    def listdir(self, path: AnyPath, cwd: AnyPath | None = None) -> list[str]:
+        """The names in a folder that the map implies, sorted."""
+        target = logical_path(path, cwd)
+        names = self.dirs.get(target.key)
+        if names is not None:
+            return sorted(names.values())
+        if target.key in self.files:
+            raise NotADirectory(errno.ENOTDIR, "a file in the archive's path map, not a folder",
+                                _shown(_text(path)))
+        raise self._missing(target, _text(path))
+
+    def exists(self, path: AnyPath, cwd: AnyPath | None = None) -> bool:
+        """Whether `path` is a mapped file or implied folder; False for refused paths, like os.path.exists."""
+        key = self._key(path, cwd)
+        return key in self.files or key in self.dirs
+
+    def isfile(self, path: AnyPath, cwd: AnyPath | None = None) -> bool:
+        return self._key(path, cwd) in self.files
+
+    def isdir(self, path: AnyPath, cwd: AnyPath | None = None) -> bool:
+        return self._key(path, cwd) in self.dirs
+
+    def _key(self, path: AnyPath, cwd: AnyPath | None) -> tuple[str, ...] | None:
+        try:
+            return logical_path(path, cwd).key
+        except VfsError:
+            return None
+
+    def _missing(self, target: LogicalPath, text: str) -> VfsError:
+        """The error for a path that names no mapped file: which depends on where it points."""
+        key = target.key
+        if key in self.dirs:
+            return IsADirectory(errno.EISDIR, "a folder in the archive's path map, not a file", _shown(text))
+        under_tree = any(key[:depth] in self.trees for depth in range(1, len(key)))
+        if under_tree or key[:-1] in self.dirs:
+            resolved = str(target)
+            note = "" if resolved == text else f" (resolved to {_shown(resolved)!r})"
+            return NotInPathMap(errno.ENOENT, f"not in the archive's path map{note}", _shown(text))
+        return _refused(text, "outside every mapping of the archive's path map")
+
+
+class _Builder:
+    """Collects validated entries into a PathMap, naming the source and entry of every problem."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.files: dict[tuple[str, ...], tuple[str, str]] = {}
+        self.file_entry: dict[tuple[str, ...], str] = {}
+        self.dirs: dict[tuple[str, ...], dict[str, str]] = {}
+        self.dir_entry: dict[tuple[str, ...], str] = {}
+        self.trees: set[tuple[str, ...]] = set()
+
+    def fail(self, entry: str, problem: str) -> PathMapError:
+        return PathMapError(f"{self.source}: {entry}: {problem}")
+
+    def build(self, data: object) -> PathMap:
+        if not isinstance(data, dict):
+            raise self.fail("the path map", f"must be a JSON object, not {type(data).__name__}")
+        unknown = sorted(set(data) - {"format", "files", "trees"})
+        if unknown:
+            raise self.fail("the path map", f"unknown key(s) {', '.join(map(repr, unknown))}")
+        if data.get("format") != FORMAT or isinstance(data.get("format"), bool):
+            raise self.fail("format", f"must be {FORMAT}, not {data.get('format')!r}")
+        files, trees = data.get("files", {}), data.get("trees", {})
+        for name, value in (("files", files), ("trees", trees)):
+            if not isinstance(value, dict):
+                raise self.fail(name, f"must be a JSON object, not {type(value).__name__}")
+        for logical, blob in sorted(files.items()):
+            entry = f"files[{logical!r}]"
+            target = self.path(logical, entry)
+            if not target.parts:
+                raise self.fail(entry, "a share or drive root cannot be a file")
+            self.add_file(target, blob, entry)
+        for prefix, tree in sorted(trees.items()):
+            entry = f"trees[{prefix!r}]"
+            root = self.path(prefix, entry)
+            if not isinstance(tree, dict):
+                raise self.fail(entry, f"must be a JSON object of relative paths, not {type(tree).__name__}")
+            self.add_dir(root, entry)
+            self.trees.add(root.key)
+            for relative, blob in sorted(tree.items()):
+                inner = f"{entry}[{relative!r}]"
+                self.add_file(self.tree_path(root, relative, inner), blob, inner)
+        clean = {
+            "format": FORMAT,
+            "files": dict(sorted(files.items())),
+            "trees": {prefix: dict(sorted(tree.items())) for prefix, tree in sorted(trees.items())},
+        }
+        return PathMap(clean, self.files, self.dirs, frozenset(self.trees))
+
+    def path(self, logical: object, entry: str) -> LogicalPath:
+        if not isinstance(logical, str):
+            raise self.fail(entry, "a logical path must be a string")
+        try:
+            return logical_path(logical)
+        except OSError as error:
+            raise self.fail(entry, error.strerror or str(error)) from None
+
+    def tree_path(self, root: LogicalPath, relative: object, entry: str) -> LogicalPath:
+        if not isinstance(relative, str):
+            raise self.fail(entry, "a tree path must be a string")
+        try:
+            return _tree_target(root, relative)
+        except OSError as error:
+            raise self.fail(entry, error.strerror or str(error)) from None
+
+    def add_dir(self, target: LogicalPath, entry: str) -> None:
+        for depth in range(len(target.parts) + 1):
+            folder = LogicalPath(target.flavour, target.root, target.parts[:depth])
+            if folder.key in self.files:
+                owner = self.file_entry[folder.key]
+                raise self.fail(entry, f"puts files below {str(folder)!r}, which {owner} maps as a file")
+            self.dirs.setdefault(folder.key, {})
+            self.dir_entry.setdefault(folder.key, entry)
+            if depth < len(target.parts):
+                self.dirs[folder.key].setdefault(target.key[depth + 1], target.parts[depth])
+
+    def add_file(self, target: LogicalPath, blob: object, entry: str) -> None:
+        try:
+            check_blob_id(blob)
+        except InvalidBlobId as error:
+            raise self.fail(entry, str(error)) from None
+        key = target.key
+        if key in self.dirs:
+            raise self.fail(entry, f"{str(target)!r} is a folder of {self.dir_entry[key]}")
+        if key in self.files and self.files[key][1] != blob:
+            raise self.fail(entry, f"maps the same path as {self.file_entry[key]} to another blob")
+        parent = LogicalPath(target.flavour, target.root, target.parts[:-1])
+        self.add_dir(parent, entry)
+        self.dirs[parent.key].setdefault(key[-1], target.parts[-1])
+        self.files.setdefault(key, (str(target), blob))
+        self.file_entry.setdefault(key, entry)
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object hook that refuses duplicate keys, which json would silently collapse."""
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise ValueError(f"the key {key!r} occurs twice in one object")
+        result[key] = value
+    return result
+
+
+def load_pathmap(path: str | PathLike[str]) -> PathMap:
+    """Read and validate a pathmap.json; PathMapError names the file and what is wrong."""
+    source = os.fspath(path)
+    with open(source, "rb") as handle:
+        raw = handle.read()
+    try:
+        data = json.loads(raw.decode("utf-8"), object_pairs_hook=_unique_keys)
+    except UnicodeDecodeError as error:
+        raise PathMapError(f"{source}: not UTF-8 text ({error.reason} at byte {error.start})") from None
+    except ValueError as error:  # json.JSONDecodeError or a duplicate key
+        raise PathMapError(f"{source}: not a valid path map: {error}") from None
+    return PathMap.from_dict(data, source)
+
+
+def dump_pathmap(pathmap: PathMap) -> str:
+    """pathmap.json's text: keys sorted, two-space indent, non-ASCII kept, one final newline."""
+    return json.dumps(pathmap.data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _write_atomic(path: str, data: bytes) -> None:
+    """Write a file so that readers see the old bytes or the new ones, never a half-written file."""
+    folder = os.path.dirname(path) or "."
+    os.makedirs(folder, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".tmp-")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.chmod(temporary, 0o644)  # mkstemp's 0600 would hide the file from a web server
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
+def save_pathmap(path: str | PathLike[str], pathmap: PathMap) -> None:
+    """Write pathmap.json atomically and deterministically (same map, same bytes)."""
+    _write_atomic(os.fspath(path), dump_pathmap(pathmap).encode("utf-8"))
+
+
+# -- The blob store ---------------------------------------------------------------------------------
+
+
+class BlobStore:
+    """Content-addressed blobs under `root/blobs/sha256/<ab>/<hex>`; every read is hash-checked.
+
+    `root` is a local folder (the archive by default) or an fsspec URL such as `s3://bucket/prefix`,
+    `gs://bucket/prefix` or `https://host/site/archive`; `storage_options` go to fsspec (an S3
+    endpoint, credentials). URLs need fsspec and its protocol's package on the host.
+    """
+
+    def __init__(self, root: str | PathLike[str], storage_options: Mapping[str, Any] | None = None) -> None:
+        self.root = os.fspath(root)
+        self._fs: Any = None
+        self._base = self.root
+        if _URL.match(self.root):
+            import fsspec  # here, not at the top: only object storage on the host needs it
+
+            self._fs, self._base = fsspec.core.url_to_fs(self.root, **dict(storage_options or {}))
+
+    def location(self, blob_id: str) -> str:
+        """Where the blob is (or would be): a file path or a URL; it names the blob in errors."""
+        relative = blob_path(blob_id)
+        if self._fs is None:
+            return os.path.join(self.root, *relative.split("/"))
+        return f"{self.root.rstrip('/')}/{relative}"
+
+    def _path(self, blob_id: str) -> str:
+        if self._fs is None:
+            return self.location(blob_id)
+        return f"{self._base.rstrip('/')}/{blob_path(blob_id)}"
+
+    def read(self, blob_id: str) -> bytes:
+        """The blob's bytes, checked against its id: BlobNotFound or BlobCorrupt name the blob."""
+        where, path = self.location(blob_id), self._path(blob_id)
+        try:
+            if self._fs is None:
+                with open(path, "rb") as handle:
+                    data = handle.read()
+            else:
+                data = self._fs.cat_file(path)
+        except FileNotFoundError:
+            raise BlobNotFound(errno.ENOENT, f"blob {blob_id} is not in the blob store", where) from None
+        return verify_blob(blob_id, data, where)
+
+    def write(self, data: bytes) -> str:
+        """Store `data` (unless an intact copy is there already) and return its blob id."""
+        blob_id = blob_id_of(data)
+        try:
+            self.read(blob_id)
+            return blob_id
+        except (BlobNotFound, BlobCorrupt):
+            pass  # absent, or damaged and now repaired
+        if self._fs is None:
+            _write_atomic(self._path(blob_id), data)
+        else:
+            self._fs.pipe_file(self._path(blob_id), data)
+        return blob_id
+
+    def ids(self) -> list[str]:
+        """The ids of all blobs in the store, sorted; stray files are not blobs and are left out."""
+        if self._fs is not None:
+            found = self._fs.find(f"{self._base.rstrip('/')}/blobs/sha256")
+            pairs = [name.rsplit("/", 2)[-2:] for name in found]
+        else:
+            top = os.path.join(self.root, "blobs", "sha256")
+            subs = [os.path.join(top, sub) for sub in os.listdir(top)] if os.path.isdir(top) else []
+            pairs = [[os.path.basename(sub), name]
+                     for sub in subs if os.path.isdir(sub) for name in os.listdir(sub)]
+        return sorted(f"sha256:{name}" for sub, name in pairs
+                      if BLOB_PATTERN.fullmatch(f"sha256:{name}") and name[:2] == sub)
+
+
+def read_bytes(pathmap: PathMap, store: BlobStore, path: AnyPath, cwd: AnyPath | None = None) -> bytes:
+    """The checked bytes of the mapped file that `path` names: the only way the sandbox reads input."""
+    return store.read(pathmap.resolve(path, cwd))
+
+
+# -- Archive commands (`cellar blobs add` / `check`) -------------------------------------------------
+
+
+@dataclass
+class AddReport:
+    """What `add_to_archive` stored: (logical path, blob id) pairs and one message per bad file."""
+
+    added: list[tuple[str, str]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def _load_or_empty(archive: str) -> PathMap:
+    mapfile = os.path.join(archive, PATHMAP_FILE)
+    if os.path.exists(mapfile):
+        return load_pathmap(mapfile)
+    return PathMap.from_dict({"format": FORMAT, "files": {}, "trees": {}}, mapfile)
+
+
+def _tree_files(folder: str) -> Iterator[tuple[str, str]]:
+    """(relative path with '/', file path) for every file below `folder`, in a fixed order."""
+    for parent, subdirs, names in os.walk(folder):
+        subdirs.sort()
+        for name in sorted(names):
+            full = os.path.join(parent, name)
+            yield os.path.relpath(full, folder).replace(os.sep, "/"), full
+
+
+def add_to_archive(
+    archive: str | PathLike[str],
+    files: Sequence[tuple[str, str | PathLike[str]]] = (),
+    trees: Sequence[tuple[str, str | PathLike[str]]] = (),
+) -> AddReport:
+    """Store input files as blobs and map them: `files` as (logical path, local file) pairs, `trees`
+    as (logical folder, local folder) pairs, a tree replacing any earlier tree at the same prefix.
+
+    A later entry for a path replaces an earlier one, whatever its spelling. Blobs are written before
+    the map, and pathmap.json atomically, so the map never names a missing blob. A bad file is
+    reported and skipped; a map that would be invalid raises PathMapError and is not written.
+    """
+    archive = os.fspath(archive)
+    current = _load_or_empty(archive)
+    store = BlobStore(archive)
+    report = AddReport()
+    new_files: dict[str, str] = {}
+    new_trees: dict[str, dict[str, str]] = {}
+    tree_names: dict[tuple[str, ...], str] = {}  # one spelling per prefix given twice
+
+    def store_file(local: str | PathLike[str]) -> str | None:
+        try:
+            with open(local, "rb") as handle:
+                return store.write(handle.read())
+        except OSError as error:
+            report.errors.append(f"{os.fspath(local)}: {error.strerror or error}")
+            return None
+
+    for logical, local in files:
+        try:
+            target = logical_path(logical)
+        except VfsError as error:
+            report.errors.append(f"{os.fspath(local)}: --as {logical!r}: {error.strerror}")
+            continue
+        if not target.parts:
+            report.errors.append(f"{os.fspath(local)}: --as {logical!r}: a share or drive root is not a file")
+            continue
+        blob = store_file(local)
+        if blob is not None:
+            new_files[str(target)] = blob
+            report.added.append((str(target), blob))
+    for prefix, folder in trees:
+        try:
+            root = logical_path(prefix)
+        except VfsError as error:
+            report.errors.append(f"{os.fspath(folder)}: --tree {prefix!r}: {error.strerror}")
+            continue
+        if not os.path.isdir(folder):
+            report.errors.append(f"{os.fspath(folder)}: not a folder")
+            continue
+        tree = new_trees.setdefault(tree_names.setdefault(root.key, str(root)), {})
+        for relative, local in _tree_files(os.fspath(folder)):
+            try:
+                target = _tree_target(root, relative)
+            except VfsError as error:
+                report.errors.append(f"{local}: {error.strerror}")
+                continue
+            blob = store_file(local)
+            if blob is not None:
+                tree[relative] = blob
+                report.added.append((str(target), blob))
+
+    if new_files or new_trees:
+        mapfile = os.path.join(archive, PATHMAP_FILE)
+        save_pathmap(mapfile, PathMap.from_dict(_merge(current.data, new_files, new_trees), mapfile))
+    return report
+
+
+def _merge(
+    data: Mapping[str, Any], files: Mapping[str, str], trees: Mapping[str, Mapping[str, str]]
+) -> dict[str, Any]:
+    """The path map `data` with the new entries in and every entry they supersede out."""
+    roots = {prefix: logical_path(prefix) for prefix in list(data["trees"]) + list(trees)}
+    replaced_roots = {roots[prefix].key for prefix in trees}
+    replaced = {logical_path(path).key for path in files} | {
+        _tree_target(roots[prefix], relative).key for prefix, tree in trees.items() for relative in tree
+    }
+    kept_files = {
+        path: blob for path, blob in data["files"].items() if logical_path(path).key not in replaced
+    }
+    kept_trees = {
+        prefix: {relative: blob for relative, blob in tree.items()
+                 if _tree_target(roots[prefix], relative).key not in replaced}
+        for prefix, tree in data["trees"].items() if roots[prefix].key not in replaced_roots
+    }
+    return {"format": FORMAT, "files": {**kept_files, **files}, "trees": {**kept_trees, **trees}}
+
+
+@dataclass
+class CheckReport:
+    """`check_archive`'s findings; blob ids map to the logical paths that use them."""
+
+    blobs: int
+    paths: int
+    missing: dict[str, list[str]]
+    corrupt: dict[str, list[str]]
+    orphans: list[str]
+
+    @property
+    def ok(self) -> bool:
+        """Every mapped blob is there and intact (orphans are only listed)."""
+        return not self.missing and not self.corrupt
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "ok": self.ok}
+
+
+def check_archive(archive: str | PathLike[str]) -> CheckReport:
+    """Read every blob that the archive's path map names, check its hash, and list unused blobs."""
+    archive = os.fspath(archive)
+    pathmap = load_pathmap(os.path.join(archive, PATHMAP_FILE))
+    store = BlobStore(archive)
+    users: dict[str, list[str]] = {}
+    for path, blob in pathmap.entries().items():
+        users.setdefault(blob, []).append(path)
+    missing: dict[str, list[str]] = {}
+    corrupt: dict[str, list[str]] = {}
+    for blob in sorted(users):
+        try:
+            store.read(blob)
+        except BlobNotFound:
+            missing[blob] = users[blob]
+        except BlobCorrupt:
+            corrupt[blob] = users[blob]
+    orphans = [blob for blob in store.ids() if blob not in users]
+    return CheckReport(len(users), sum(map(len, users.values())), missing, corrupt, orphans)
