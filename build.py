@@ -31,6 +31,7 @@ VENV = ROOT / ".venv"
 SITE = ROOT / "site"
 WEB = ROOT / "web"
 WHEELS = ROOT / "wheels"
+LESSONS = ROOT / "lessons"
 CACHE = Path(os.environ.get("CELLAR_CACHE") or Path.home() / ".cache" / "cellar")
 
 # --- The pinned runtime --------------------------------------------------------------------------
@@ -296,6 +297,9 @@ def site_plan(runtime: Path, lock: dict, wheels: list[Path], bundles: Path) -> t
             plan[path.relative_to(WEB).as_posix()] = path
     for path in sorted(bundles.iterdir()):
         plan[f"bundles/{path.name}"] = path
+    for folder, files in lesson_files().items():
+        for name in files:
+            plan[f"lessons/{folder}/{name}"] = LESSONS / folder / name
     for name in CORE_FILES:
         plan[f"pyodide/{name}"] = runtime / name
     shipped = package_closure(lock, SITE_PACKAGES)
@@ -305,6 +309,15 @@ def site_plan(runtime: Path, lock: dict, wheels: list[Path], bundles: Path) -> t
         plan[f"wheels/{wheel.name}"] = wheel
     site_lock = {"info": lock["info"], "packages": {name: lock["packages"][name] for name in shipped}}
     return plan, site_lock
+
+
+def lesson_files() -> dict[str, list[str]]:
+    """Each lesson folder's files (what the lesson page fetches), by folder name."""
+    return {
+        folder.name: sorted(path.relative_to(folder).as_posix() for path in folder.rglob("*")
+                            if path.is_file() and "__pycache__" not in path.parts)
+        for folder in sorted(LESSONS.iterdir()) if folder.is_dir()
+    }
 
 
 def sync_file(source: Path, target: Path) -> bool:
@@ -341,7 +354,9 @@ def step_site() -> Path:
         "packages": sorted(site_lock["packages"]),
     }
     written += write_if_changed(SITE / "build.json", json.dumps(manifest, indent=1))
-    keep = set(plan) | {"pyodide/pyodide-lock.json", "build.json"}
+    lessons = [{"folder": folder, "files": files} for folder, files in lesson_files().items()]
+    written += write_if_changed(SITE / "lessons/index.json", json.dumps({"lessons": lessons}, indent=1))
+    keep = set(plan) | {"pyodide/pyodide-lock.json", "build.json", "lessons/index.json"}
     for path in sorted(SITE.rglob("*"), reverse=True):
         relative = path.relative_to(SITE).as_posix()
         if path.is_file() and relative not in keep:
