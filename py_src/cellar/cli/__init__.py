@@ -12,9 +12,9 @@ import sys
 from collections.abc import Sequence
 
 from cellar import __version__
-from cellar.cli import blobs, lesson, revision, serve
+from cellar.cli import blobs, chunk, lesson, revision, serve
 
-COMMANDS = (revision, serve, blobs, lesson)
+COMMANDS = (revision, serve, blobs, lesson, chunk)
 
 
 def build_parser() -> argparse.ArgumentParser:
