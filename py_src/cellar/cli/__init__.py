@@ -12,9 +12,9 @@ import sys
 from collections.abc import Sequence
 
 from cellar import __version__
-from cellar.cli import blobs, chunk, lesson, revision, serve
+from cellar.cli import blobs, chunk, lesson, model, revision, serve
 
-COMMANDS = (revision, serve, blobs, lesson, chunk)
+COMMANDS = (revision, serve, blobs, lesson, model, chunk)
 
 
 def build_parser() -> argparse.ArgumentParser:
