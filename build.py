@@ -32,6 +32,11 @@ SITE = ROOT / "site"
 WEB = ROOT / "web"
 WHEELS = ROOT / "wheels"
 LESSONS = ROOT / "lessons"
+DEMO_ARCHIVE = ROOT / "demo" / "archive"
+MODEL = ROOT / "models" / "minilm-l6-static-256"
+# What the tab needs of the model (its tokenizer.json is the upstream file the tests compare with).
+MODEL_FILES = ("model.json", "embeddings.npy", "scales.npy", "vocab.txt", "LICENSE", "README.md")
+SHARD = ROOT / "build" / "shard"
 CACHE = Path(os.environ.get("CELLAR_CACHE") or Path.home() / ".cache" / "cellar")
 
 # --- The pinned runtime --------------------------------------------------------------------------
@@ -286,10 +291,46 @@ def step_js() -> Path:
     return BUNDLES
 
 
+# --- index: the search shard of the archive ------------------------------------------------------
+
+
+def archive_files(corpus: Path) -> list[Path]:
+    """Every file of the archive, for its fingerprint and the viewer (hidden folders skipped)."""
+    return sorted(path for path in corpus.rglob("*") if path.is_file()
+                  and not any(part.startswith(".") for part in path.relative_to(corpus).parts))
+
+
+def step_index(corpus: Path, gold: Path | None) -> Path:
+    """Index the archive into build/shard with `cellar index` (skipped when nothing changed);
+    with a gold set, the refusal thresholds are calibrated on it."""
+    if not corpus.is_dir():
+        raise BuildError(f"{corpus}: no such folder to index")
+    if gold is not None and not gold.is_file():
+        raise BuildError(f"{gold}: no such gold set to calibrate on")
+    digest = hashlib.sha256(source_fingerprint().encode())
+    for path in [*archive_files(corpus), *(MODEL / name for name in MODEL_FILES), *([gold] if gold else [])]:
+        digest.update(f"{path}\0{sha256_file(path)}\n".encode())
+    stamp = SHARD / ".cellar-index"
+    if stamp.exists() and stamp.read_text() == digest.hexdigest():
+        log(f"index: the shard of {corpus} is up to date")
+        return SHARD
+    log(f"index: indexing {corpus}")
+    if SHARD.exists():
+        shutil.rmtree(SHARD)
+    calibrate = ["--calibrate", str(gold)] if gold else []
+    result = subprocess.run([str(VENV / "bin" / "cellar"), "index", str(corpus), "--out", str(SHARD),
+                             "--model", str(MODEL), *calibrate])
+    if result.returncode not in (0, 1):  # 1: some files were skipped and reported; still a shard
+        raise BuildError(f"`cellar index {corpus}` failed with exit status {result.returncode}")
+    stamp.write_text(digest.hexdigest())
+    return SHARD
+
+
 # --- site: the static site -----------------------------------------------------------------------
 
 
-def site_plan(runtime: Path, lock: dict, wheels: list[Path], bundles: Path) -> tuple[dict[str, Path], dict]:
+def site_plan(runtime: Path, lock: dict, wheels: list[Path], bundles: Path, corpus: Path,
+              shard: Path) -> tuple[dict[str, Path], dict]:
     """What site/ holds: relative path -> source file, plus the site's own lock."""
     plan: dict[str, Path] = {}
     for path in sorted(WEB.rglob("*")):
@@ -300,6 +341,12 @@ def site_plan(runtime: Path, lock: dict, wheels: list[Path], bundles: Path) -> t
     for folder, files in lesson_files().items():
         for name in files:
             plan[f"lessons/{folder}/{name}"] = LESSONS / folder / name
+    for name in MODEL_FILES:
+        plan[f"models/{MODEL.name}/{name}"] = MODEL / name
+    for path in archive_files(shard):
+        plan[f"shard/{path.relative_to(shard).as_posix()}"] = path
+    for path in archive_files(corpus):  # the notebooks for the viewer, and inputs for re-rendering
+        plan[f"archive/{path.relative_to(corpus).as_posix()}"] = path
     for name in CORE_FILES:
         plan[f"pyodide/{name}"] = runtime / name
     shipped = package_closure(lock, SITE_PACKAGES)
@@ -338,13 +385,14 @@ def write_if_changed(target: Path, content: str) -> bool:
     return True
 
 
-def step_site() -> Path:
+def step_site(corpus: Path = DEMO_ARCHIVE, gold: Path | None = None) -> Path:
     started = time.perf_counter()
     step_setup()
     runtime, lock = step_runtime()
     wheels = step_wheel()
     bundles = step_js()
-    plan, site_lock = site_plan(runtime, lock, wheels, bundles)
+    shard = step_index(corpus, gold)
+    plan, site_lock = site_plan(runtime, lock, wheels, bundles, corpus, shard)
     written = sum(sync_file(source, SITE / relative) for relative, source in plan.items())
     written += write_if_changed(SITE / "pyodide/pyodide-lock.json", json.dumps(site_lock, indent=1))
     manifest = {
@@ -352,6 +400,9 @@ def step_site() -> Path:
         "pyodide_version": PYODIDE_VERSION,
         "wheels": [f"wheels/{wheel.name}" for wheel in wheels],
         "packages": sorted(site_lock["packages"]),
+        "model": f"models/{MODEL.name}/",
+        "shard": "shard/",
+        "archive": "archive/",
     }
     written += write_if_changed(SITE / "build.json", json.dumps(manifest, indent=1))
     lessons = [{"folder": folder, "files": files} for folder, files in lesson_files().items()]
@@ -398,7 +449,7 @@ def step_browser() -> None:
 
 
 def command_serve(args: argparse.Namespace) -> int:
-    step_site()
+    step_site(args.corpus, args.gold)
     return subprocess.call([str(venv_python()), "-m", "cellar", "serve", str(SITE),
                             "--host", args.host, "--port", str(args.port)])
 
@@ -417,11 +468,19 @@ def main(argv: list[str] | None = None) -> int:
     commands.add_parser("runtime", help="fetch and verify the Pyodide runtime (cached)")
     commands.add_parser("wheel", help="build the cellar wheel into wheels/")
     commands.add_parser("js", help="install the locked npm packages and bundle the page libraries")
-    commands.add_parser("site", help="assemble the static site in site/")
+    site = commands.add_parser("site", help="index the archive and assemble the static site in site/")
+    site.add_argument("--corpus", type=Path, default=DEMO_ARCHIVE,
+                      help="the archive to index and serve (default: the demo archive)")
+    site.add_argument("--gold", type=Path, help="a gold set to calibrate refusal on "
+                        "(default: the thresholds calibrated on the shared dev set)")
     commands.add_parser("browser", help="make sure Chromium is installed for the browser tests")
     serve = commands.add_parser("serve", help="build the site and serve it")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--corpus", type=Path, default=DEMO_ARCHIVE,
+                      help="the archive to index and serve (default: the demo archive)")
+    serve.add_argument("--gold", type=Path, help="a gold set to calibrate refusal on "
+                        "(default: the thresholds calibrated on the shared dev set)")
     test = commands.add_parser("test", help="build the site and run the whole test suite")
     test.add_argument("pytest_args", nargs=argparse.REMAINDER, help="passed on to pytest")
     args = parser.parse_args(argv)
@@ -432,7 +491,7 @@ def main(argv: list[str] | None = None) -> int:
             return command_test(args)
         steps = {"setup": step_setup, "runtime": step_runtime, "browser": step_browser,
                  "wheel": lambda: (step_setup(), step_wheel()), "js": step_js,
-                 "site": step_site}
+                 "site": lambda: step_site(args.corpus, args.gold)}
         steps[args.command]()
         return 0
     except BuildError as error:

@@ -1,0 +1,56 @@
+"""`cellar eval SHARD GOLD.jsonl [--json] [--mode bm25|dense|hybrid|all] [--model DIR]`: the
+scorecard of a shard on a gold set (shared/gold/README.md): notebook hit@1/3/5, cell hit@5, MRR,
+refusal recall, false refusal rate, the same per kind and per language, and latency p50/p95 of a
+whole search and of each stage. --mode all puts the three modes side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from cellar.cli.index import DEFAULT_MODEL
+from cellar.cli.search import open_searcher
+from cellar.search import MODES, evaluate, read_gold
+
+COLUMNS = ("notebook_hit@1", "notebook_hit@3", "notebook_hit@5", "cell_hit@5", "mrr", "refusal_recall", "false_refusal_rate")
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("eval", help="score a shard on a gold set", description=__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("shard", metavar="SHARD")
+    parser.add_argument("gold", metavar="GOLD.jsonl")
+    parser.add_argument("--json", action="store_true", help="print the scorecard as one JSON object")
+    parser.add_argument("--mode", choices=(*MODES, "all"), default="hybrid")
+    parser.add_argument("--model", default=str(DEFAULT_MODEL), metavar="DIR", help="embedding model folder")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        searcher = open_searcher(args.shard, args.model)
+        gold = read_gold(Path(args.gold).read_text(encoding="utf-8").splitlines(), args.gold)
+    except (OSError, ValueError) as error:
+        print(f"cellar eval: {error}", file=sys.stderr)
+        return 2
+    modes = MODES if args.mode == "all" else (args.mode,)
+    cards = {mode: evaluate(searcher, gold, mode) for mode in modes}
+    if args.json:
+        print(json.dumps(cards if args.mode == "all" else cards[args.mode], indent=1))
+    else:
+        print(table(cards))
+    return 0
+
+
+def table(cards: dict) -> str:
+    """A Markdown table: one row per mode."""
+    head = ["mode", *COLUMNS, "p50 ms", "p95 ms"]
+    rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for mode, card in cards.items():
+        cells = [f"{card[c]:.3f}" if card[c] is not None else "n/a" for c in COLUMNS]
+        latency = card["latency_ms"]
+        rows.append("| " + " | ".join([mode, *cells, f"{latency['p50']:.1f}", f"{latency['p95']:.1f}"]) + " |")
+    return "\n".join(rows)

@@ -1,0 +1,89 @@
+"""`cellar index CORPUS_DIR --out SHARD_DIR [--model DIR] [--rules RULES.json] [--glossary GLOSSARY.json]
+[--calibrate GOLD.jsonl]`: chunk, analyse and embed every notebook and .md/.txt document below
+CORPUS_DIR and write the search shard.
+
+Bad files are reported on stderr as `path: reason` and skipped. With --calibrate, the refusal
+thresholds are fitted on a gold set (shared/gold/README.md) and stored in the shard manifest.
+Exit status 0, or 1 when some files were skipped (the shard is still written), 2 for unusable
+arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from cellar.chunking import parse_rules
+from cellar.embedding import ModelError, load_model
+from cellar.index import build_index_from_directory
+from cellar.search import Searcher, calibrate, read_gold
+from cellar.shard import write_shard
+
+DEFAULT_MODEL = Path(__file__).resolve().parents[3] / "models" / "minilm-l6-static-256"
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("index", help="build a search shard from a folder of notebooks",
+                                   description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("corpus", metavar="CORPUS_DIR", help="folder of notebooks and documents")
+    parser.add_argument("--out", required=True, metavar="SHARD_DIR", help="where to write the shard")
+    parser.add_argument("--model", default=str(DEFAULT_MODEL), metavar="DIR", help="embedding model folder")
+    parser.add_argument("--rules", metavar="RULES.json", help='metadata rules: [{"pattern": REGEX, "meta": {...}}]')
+    parser.add_argument("--glossary", metavar="GLOSSARY.json", help='abbreviations: {"kk vk": "kortsluiting ..."}')
+    parser.add_argument("--calibrate", metavar="GOLD.jsonl", help="fit the refusal thresholds on this gold set")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        rules = parse_rules(_json(args.rules)) if args.rules else ()
+        glossary = _json(args.glossary) if args.glossary else None
+        if glossary is not None and not isinstance(glossary, dict):
+            raise ValueError("the glossary must be a JSON object of abbreviation -> expansion")
+        gold = read_gold(Path(args.calibrate).read_text(encoding="utf-8").splitlines(), args.calibrate) if args.calibrate else None
+        model = load_model(args.model)
+    except (OSError, ValueError, ModelError) as error:
+        print(f"cellar index: {error}", file=sys.stderr)
+        return 2
+    started = time.perf_counter()
+    bar = _bar if sys.stderr.isatty() else None
+    try:
+        built = build_index_from_directory(args.corpus, model, rules=rules, glossary=glossary, progress=bar)
+    except ValueError as error:
+        print(f"\ncellar index: {error}", file=sys.stderr)
+        return 2
+    if bar:
+        print("\r\x1b[K", end="", file=sys.stderr)
+    for problem in built.problems:
+        print(problem, file=sys.stderr)
+    index = built.index
+    if gold is not None:
+        index.calibration = calibrate(Searcher(index, model), gold)
+    sizes = write_shard(index, args.out)
+    seconds = time.perf_counter() - started
+    print(
+        f"cellar index: {built.files} files read, {built.skipped} skipped, {len(built.problems)} problem(s) reported; "
+        f"{len(index.notebooks)} documents, {index.n_chunks} chunks, {len(index.bm25.terms)} terms; "
+        f"shard {args.out}: {sum(sizes.values()) / 1e6:.1f} MB in {len(sizes)} files; {seconds:.1f} s",
+        file=sys.stderr,
+    )
+    if gold is not None:
+        cal = index.calibration
+        print(f"calibration: {json.dumps(cal['thresholds'])}, refuses {cal['refused']['out_of_scope']} of "
+              f"{cal['gold']['questions'] - cal['gold']['answerable']} out-of-scope and "
+              f"{cal['refused']['answerable']} of {cal['gold']['answerable']} answerable questions", file=sys.stderr)
+    return 1 if built.skipped else 0
+
+
+def _json(name: str) -> object:
+    with open(name, encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def _bar(done: int, total: int, what: str) -> None:
+    width = 30
+    filled = width * done // max(total, 1)
+    print(f"\r\x1b[K[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {what[:60]}", end="", file=sys.stderr, flush=True)

@@ -1,0 +1,78 @@
+"""`cellar search SHARD QUERY [--k N] [--json] [--year-from Y] [--year-to Y] [--project P]
+[--path-prefix PREFIX] [--kind KIND ...] [--include-deprecated] [--model DIR]`: search a shard.
+
+Prints the answer contract of DESIGN.md as JSON (--json) or a readable listing. Exit status 0
+with an answer, 3 when the answer is a refusal, 2 for an unusable shard or arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from cellar.cli.index import DEFAULT_MODEL
+from cellar.embedding import load_model
+from cellar.index import KINDS
+from cellar.search import Filters, Searcher
+from cellar.shard import open_shard
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("search", help="search a shard", description=__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("shard", metavar="SHARD", help="shard folder (cellar index --out)")
+    parser.add_argument("query", metavar="QUERY")
+    parser.add_argument("--k", type=int, default=3, help="notebooks to return (default 3)")
+    parser.add_argument("--json", action="store_true", help="print the answer as JSON")
+    add_filter_arguments(parser)
+    parser.add_argument("--model", default=str(DEFAULT_MODEL), metavar="DIR", help="embedding model folder")
+    parser.set_defaults(func=run)
+
+
+def add_filter_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--year-from", type=int, metavar="YEAR")
+    parser.add_argument("--year-to", type=int, metavar="YEAR")
+    parser.add_argument("--project", metavar="PROJECT")
+    parser.add_argument("--path-prefix", metavar="PREFIX")
+    parser.add_argument("--kind", action="append", choices=KINDS, default=[], help="chunk kinds (repeatable)")
+    parser.add_argument("--include-deprecated", action="store_true", help="also search deprecated notebooks")
+
+
+def open_searcher(shard: str, model_dir: str) -> Searcher:
+    model = load_model(model_dir)
+    opened = open_shard(shard, model)
+    return Searcher(opened.index, model, opened.fragment)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        searcher = open_searcher(args.shard, args.model)
+        filters = Filters(args.year_from, args.year_to, args.project, args.path_prefix, tuple(args.kind), args.include_deprecated)
+    except (OSError, ValueError) as error:
+        print(f"cellar search: {error}", file=sys.stderr)
+        return 2
+    answer = searcher.search(args.query, k=args.k, filters=filters)
+    if args.json:
+        print(json.dumps(answer, ensure_ascii=False, indent=1))
+    else:
+        print(listing(answer))
+    return 3 if answer["refused"] else 0
+
+
+def listing(answer: dict) -> str:
+    """The answer for a terminal: notebooks, their hits and neighbourhoods, or the refusal."""
+    if answer["refused"]:
+        return f"refused: {answer['refusal_reason']}"
+    lines = []
+    for number, nb in enumerate(answer["notebooks"], 1):
+        lines.append(f"{number}. {nb['path']}  [{nb['status']}]  score {nb['score']:.4f}")
+        lines.append(f"   {nb['title']}  (revision {nb['revision'][:12]})")
+        if nb.get("warning"):
+            lines.append(f"   warning: {nb['warning']}")
+        for hit in nb["hits"]:
+            where = f"cell {hit['cell']}" + (f" output {hit['output']}" if hit["output"] is not None else "")
+            quote = " ".join(hit["quote"].split())[:100]
+            lines.append(f"   - {where} {hit['kind']}: {quote}")
+    lines.append(f"({answer['timings_ms']['total']:.1f} ms)")
+    return "\n".join(lines)

@@ -1,0 +1,241 @@
+"""The index: everything a search needs, in memory, built from chunk records.
+
+Chunks are grouped contiguously per notebook (notebook ``n`` owns rows ``start:end``), so a
+notebook's chunks are one slice of every per-chunk array and one fragment file in the shard.
+Per chunk: BM25 terms (``cellar.analysis``) in a score matrix (``cellar.bm25``), an int8 embedding
+with one float32 scale per row (``cellar.embedding``), and its notebook, cell, output and kind as
+small integer arrays that the query path filters and groups with NumPy alone.
+
+``build_index`` is pure (records in, an Index out); ``build_index_from_directory`` is the edge
+that reads files, reports the bad ones and goes on.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from fnmatch import fnmatch
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import PurePath, PurePosixPath
+from typing import Any
+
+import numpy as np
+
+from cellar.analysis import Analyzer, AnalyzerSettings
+from cellar.bm25 import BM25
+from cellar.embedding import StaticModel, quantise_rows
+
+KINDS = ("markdown", "code", "table", "scalar", "stream", "plot", "error", "text")
+STATUSES = ("clean", "drifted", "stale")
+NOTEBOOK_META = ("project", "author", "year", "vessel_class", "tags", "deprecated")
+
+# Files below an archive's root that describe or serve the archive rather than belong to it,
+# as patterns on the path relative to the root (``/`` separators; ``*`` also crosses folders):
+# its top-level read-me and requirements, and the content-addressed input files of re-rendering
+# (``blobs/``, which the path map points into). A read-me deeper down is a document like any other.
+EXCLUDE = ("README.md", "README.txt", "requirements.txt", "blobs/*")
+
+# progress(done, total, what): called as long work moves on, e.g. to draw a progress bar.
+Progress = Callable[[int, int, str], None]
+
+
+@dataclass
+class Index:
+    """A searchable index. ``notebooks[n]`` is a dict: path, revision, title, meta, status,
+    start, end (its chunk rows), cells (cell count). ``chunks`` holds the chunk records in row
+    order, or is None when they stay in the shard's fragment files until needed."""
+
+    notebooks: list[dict[str, Any]]
+    bm25: BM25
+    vectors: np.ndarray  # int8 (n_chunks, dims)
+    scales: np.ndarray  # float32 (n_chunks,): embedding = vectors * scales[:, None]
+    chunk_notebook: np.ndarray  # int32 notebook number per chunk
+    chunk_cell: np.ndarray  # int32 cell index, -1 for a plain document
+    chunk_output: np.ndarray  # int32 output index, -1 for a cell's source
+    chunk_kind: np.ndarray  # uint8 index into KINDS
+    analyzer: AnalyzerSettings
+    model_id: str
+    model_sha256: str
+    chunks: list[dict[str, Any]] | None = None
+    calibration: dict[str, Any] = field(default_factory=dict)
+    _dense: np.ndarray | None = field(default=None, init=False, repr=False)
+
+    @property
+    def n_chunks(self) -> int:
+        return int(self.chunk_kind.shape[0])
+
+    def dense(self) -> np.ndarray:
+        """The embeddings as float32 rows, made once on first use (a query is one mat-vec)."""
+        if self._dense is None:
+            self._dense = self.vectors.astype(np.float32) * self.scales[:, None]
+        return self._dense
+
+    def notebook_chunks(self, n: int) -> list[dict[str, Any]]:
+        """The chunk records of notebook ``n`` (only when the index holds them)."""
+        if self.chunks is None:
+            raise ValueError("this index keeps its chunk records in shard fragments")
+        entry = self.notebooks[n]
+        return self.chunks[entry["start"] : entry["end"]]
+
+
+def build_index(
+    records: Iterable[Mapping[str, Any]],
+    model: StaticModel,
+    analyzer: AnalyzerSettings | None = None,
+    *,
+    cell_counts: Mapping[str, int] | None = None,
+    statuses: Mapping[str, str] | None = None,
+    titles: Mapping[str, str] | None = None,
+    k1: float = 1.2,
+    b: float = 0.75,
+    progress: Progress | None = None,
+) -> Index:
+    """An Index of chunk records (the chunk record contract); records of one path may come in
+    any order relative to other paths and keep their own order. ``cell_counts``, ``statuses``
+    and ``titles`` are per path; the defaults are the highest cell + 1, ``clean``, and the
+    first heading (or the file name)."""
+    settings = analyzer or AnalyzerSettings()
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for record in records:
+        groups.setdefault(record["path"], []).append(dict(record))
+    rows = [record for path in sorted(groups) for record in groups[path]]
+    if not rows:
+        raise ValueError("nothing to index: no chunk records")
+    statuses = statuses or {}
+    bad = {path: status for path, status in statuses.items() if status not in STATUSES}
+    if bad:
+        raise ValueError(f"unknown status(es) {bad}; choose from {list(STATUSES)}")
+    notebooks, start = [], 0
+    for path in sorted(groups):
+        group = groups[path]
+        notebooks.append(_notebook_entry(path, group, start, cell_counts, statuses, titles))
+        start += len(group)
+    report = progress or (lambda done, total, what: None)
+    analyse = Analyzer(settings).terms
+    terms = []
+    for number, record in enumerate(rows):
+        terms.append(analyse(record["text"]))
+        if number % 500 == 0:
+            report(number, len(rows), "analysing")
+    report(len(rows), len(rows), "analysing")
+    bm25 = BM25.build(terms, k1=k1, b=b)
+    batch = 1000
+    embedded = []
+    for first in range(0, len(rows), batch):
+        embedded.append(model.encode([record["text"] for record in rows[first : first + batch]]))
+        report(min(first + batch, len(rows)), len(rows), "embedding")
+    vectors, scales = quantise_rows(np.concatenate(embedded))
+    owner = np.repeat(np.arange(len(notebooks), dtype=np.int32), [nb["end"] - nb["start"] for nb in notebooks])
+    return Index(
+        notebooks=notebooks,
+        bm25=bm25,
+        vectors=vectors,
+        scales=scales,
+        chunk_notebook=owner,
+        chunk_cell=np.array([_or_minus(r["cell"]) for r in rows], dtype=np.int32),
+        chunk_output=np.array([_or_minus(r["output"]) for r in rows], dtype=np.int32),
+        chunk_kind=np.array([KINDS.index(r["kind"]) for r in rows], dtype=np.uint8),
+        analyzer=settings,
+        model_id=model.id,
+        model_sha256=model.sha256,
+        chunks=rows,
+    )
+
+
+def _or_minus(value: int | None) -> int:
+    return -1 if value is None else value
+
+
+def _notebook_entry(
+    path: str,
+    group: Sequence[Mapping[str, Any]],
+    start: int,
+    cell_counts: Mapping[str, int] | None,
+    statuses: Mapping[str, str],
+    titles: Mapping[str, str] | None,
+) -> dict[str, Any]:
+    revisions = {record["revision"] for record in group}
+    if len(revisions) != 1:
+        raise ValueError(f"{path}: chunk records from {len(revisions)} revisions")
+    first_meta = group[0].get("meta", {})
+    cells = [record["cell"] for record in group if record["cell"] is not None]
+    heading = next((r["meta"]["headings"][0] for r in group if r.get("meta", {}).get("headings")), None)
+    return {
+        "path": path,
+        "revision": revisions.pop(),
+        "title": (titles or {}).get(path) or heading or PurePosixPath(path).stem,
+        "meta": {key: first_meta[key] for key in NOTEBOOK_META if key in first_meta},
+        "status": statuses.get(path, "clean"),
+        "start": start,
+        "end": start + len(group),
+        "cells": (cell_counts or {}).get(path, max(cells) + 1 if cells else 0),
+    }
+
+
+@dataclass(frozen=True)
+class DirectoryBuild:
+    """What ``build_index_from_directory`` made: the index, how many files were read and
+    skipped, and the problems (``path: reason``) of the files that were skipped or read with a caveat."""
+
+    index: Index
+    files: int
+    skipped: int
+    problems: list[str]
+
+
+def build_index_from_directory(
+    corpus_dir: str | os.PathLike[str],
+    model: StaticModel | str | os.PathLike[str],
+    *,
+    rules: Sequence[Any] = (),
+    glossary: Mapping[str, str] | None = None,
+    exclude: Sequence[str] = EXCLUDE,
+    progress: Progress | None = None,
+) -> DirectoryBuild:
+    """Chunk every notebook and .md/.txt document below ``corpus_dir`` and index the chunks,
+    except the files whose path relative to ``corpus_dir`` matches a pattern of ``exclude``.
+
+    A file that cannot be read or parsed is reported as ``path: reason`` and skipped.
+    ``model`` is a StaticModel or a model directory; ``rules`` come from
+    ``cellar.chunking.parse_rules``.
+    """
+    from cellar.chunking import chunk_file, find_documents
+    from cellar.embedding import load_model
+
+    if not os.path.isdir(corpus_dir):
+        raise ValueError(f"{corpus_dir}: not a folder")
+    model = model if isinstance(model, StaticModel) else load_model(model)
+    files = [
+        path for path in find_documents(corpus_dir)
+        if not any(fnmatch(PurePath(os.path.relpath(path, corpus_dir)).as_posix(), pattern) for pattern in exclude)
+    ]
+    report = progress or (lambda done, total, what: None)
+    records: list[dict[str, Any]] = []
+    cell_counts: dict[str, int] = {}
+    titles: dict[str, str] = {}
+    problems: list[str] = []
+    skipped = 0
+    for number, file_path in enumerate(files, 1):
+        report(number - 1, len(files), f"chunking {file_path}")
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                chunked = chunk_file(file_path, corpus_dir, rules)
+        except ValueError as error:  # NotebookError too: its message names the file
+            problems.append(str(error))
+            skipped += 1
+            continue
+        problems += [str(warning.message) for warning in caught]
+        records += [chunk.record() for chunk in chunked.chunks]
+        source = chunked.source
+        if chunked.chunks and not isinstance(source, str):
+            path = chunked.chunks[0].path
+            cell_counts[path] = len(source.cells)
+            title = source.metadata.get("title")
+            if isinstance(title, str) and title.strip():
+                titles[path] = title.strip()
+    report(len(files), len(files), "chunked")
+    settings = AnalyzerSettings(glossary=tuple((glossary or {}).items()))
+    index = build_index(records, model, settings, cell_counts=cell_counts, titles=titles, progress=progress)
+    return DirectoryBuild(index, len(files) - skipped, skipped, problems)

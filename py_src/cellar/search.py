@@ -1,0 +1,507 @@
+"""Search: BM25 and dense retrieval fused, grouped per notebook, cited, or refused.
+
+The query path runs in a browser worker, so it uses NumPy alone:
+
+1. BM25 top 50 and dense (cosine) top 50 over the chunks that pass the filters;
+2. per ranker, a notebook scores its best chunk plus a bounded bonus for corroboration: a tenth
+   of the mean best score of up to three other kinds of chunk that also match (so a notebook
+   whose markdown, code, table and scalar all match beats one with a single match of the same
+   strength, but many weak matches never outweigh one strong one); stale notebooks count half;
+3. fusion: a convex combination of the two rankers' notebook scores, BM25 divided by the best
+   notebook's, dense min-max scaled over the candidate notebooks, with the dense ranker's weight
+   ``DENSE_WEIGHT``. (Measured on the dev gold set with refusal off: reciprocal rank fusion of
+   chunk ranks, k 60, then a decayed sum per notebook, gave notebook hit@5 .923 and MRR .892:
+   rank fusion throws away how much better the best chunk is than the rest, and the sum favours
+   notebooks with many middling chunks. Best chunk per notebook: BM25 alone 1.000 / .953, dense
+   alone .904 / .863. The static model is too weak to move BM25's order: dense weights of .1 and
+   more, and notebook-level RRF at any k, cost a notebook or two, so it breaks near-ties only;
+   it earns its place in refusal, below.)
+4. refusal: the best notebook must hold the query's terms (idf-weighted coverage) and its
+   numbers, and, when the dense ranker ran, be close in meaning (its best cosine: a name the
+   notebook mentions only in passing, such as a second wind farm in a code comment, passes the
+   lexical tests but not this one); three thresholds, calibrated on a gold set and stored in the
+   shard (``calibrate``);
+5. the answer contract of DESIGN.md, with a neighbourhood per notebook: the heading above the
+   best hit, its cell, the next two cells and their outputs.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from cellar.analysis import Analyzer
+from cellar.embedding import StaticModel
+from cellar.index import KINDS, Index
+
+DEPTH = 50  # chunks taken from each ranker
+DENSE_WEIGHT = 0.03  # share of the dense ranker in a hybrid notebook score (see the docstring)
+CORROBORATION = 0.1  # bonus per notebook: this share of the mean best score of other kinds
+CORROBORATING_KINDS = 3  # other kinds that may add to the bonus
+STALE_FACTOR = 0.5
+HITS_PER_NOTEBOOK = 5
+NEIGHBOUR_CELLS = 2  # cells after the best hit's cell
+TEXT_LIMIT = 1200  # characters of a neighbourhood entry
+MODES = ("bm25", "dense", "hybrid")
+# The values calibrated on ../shared/gold/dev.jsonl (52 answerable, 8 out-of-scope questions over
+# 221 public notebooks), used until `cellar index --calibrate GOLD` fits them to an archive.
+DEFAULT_CALIBRATION = {"min_coverage": 0.3565, "min_numbers": 0.75, "min_similarity": 0.5031}
+NUMBER = re.compile(r"^\d+(?:[.,]\d+)?$")
+NUMBER_IN_TEXT = re.compile(r"\d+(?:[.,]\d+)*")
+VALUE_WORDS = {"value", "how", "much", "many", "result", "get", "got", "hoeveel", "hoe", "groot", "welke", "number"}
+MEANING_WORDS = {"mean", "means", "meaning", "define", "definition", "betekent", "betekenis", "what's"}
+
+
+@dataclass(frozen=True)
+class Filters:
+    """What a search may return: year range, project, path prefix, chunk kinds; deprecated
+    notebooks only when asked for."""
+
+    year_from: int | None = None
+    year_to: int | None = None
+    project: str | None = None
+    path_prefix: str | None = None
+    kinds: tuple[str, ...] = ()
+    include_deprecated: bool = False
+
+    def __post_init__(self) -> None:
+        unknown = [kind for kind in self.kinds if kind not in KINDS]
+        if unknown:
+            raise ValueError(f"unknown chunk kind(s) {unknown}; choose from {list(KINDS)}")
+
+    def notebook_allowed(self, entry: Mapping[str, Any]) -> bool:
+        meta = entry["meta"]
+        year = meta.get("year")
+        if meta.get("deprecated") and not self.include_deprecated:
+            return False
+        if (self.year_from is not None or self.year_to is not None) and year is None:
+            return False
+        if self.year_from is not None and year < self.year_from:
+            return False
+        if self.year_to is not None and year > self.year_to:
+            return False
+        if self.project is not None and meta.get("project") != self.project:
+            return False
+        return self.path_prefix is None or entry["path"].startswith(self.path_prefix)
+
+
+class Searcher:
+    """Searches one index with one model. ``fragment(n)`` gives notebook n's chunk records
+    (a Shard's ``fragment``, or the index's own records when it holds them)."""
+
+    def __init__(
+        self,
+        index: Index,
+        model: StaticModel,
+        fragment: Callable[[int], list[dict[str, Any]]] | None = None,
+    ) -> None:
+        if (model.id, model.sha256) != (index.model_id, index.model_sha256):
+            raise ValueError(f"the index was embedded with model {index.model_id} ({index.model_sha256}), not {model.id} ({model.sha256})")
+        self.index = index
+        self.model = model
+        self.fragment = fragment or index.notebook_chunks
+        self.analyzer = Analyzer(index.analyzer)
+        self.calibration = {**DEFAULT_CALIBRATION, **index.calibration.get("thresholds", {})}
+        bm25 = index.bm25
+        df = np.diff(bm25.indptr)
+        self._idf = np.log1p((bm25.n_docs - df + 0.5) / (df + 0.5))
+        self._starts = np.array([nb["start"] for nb in index.notebooks], dtype=np.int64)
+
+    # -- the query path ---------------------------------------------------------------------
+
+    def search(self, query: str, k: int = 3, filters: Filters | None = None, mode: str = "hybrid") -> dict[str, Any]:
+        """The answer contract for ``query``: up to ``k`` notebooks, or a refusal."""
+        if mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r}; choose from {list(MODES)}")
+        clock = _Clock()
+        filters = filters or Filters()
+        terms = self.analyzer.query_terms(query)
+        mask = self._mask(filters)
+        clock.lap("analyse")
+        bm25 = dense = None
+        candidates = []
+        if mode != "dense":
+            bm25 = np.where(mask, self.index.bm25.score(terms), 0.0)
+            candidates.append(_top(bm25, DEPTH, floor=0.0))
+        clock.lap("bm25")
+        if mode != "bm25":
+            dense = np.where(mask, self.index.dense() @ self.model.encode([query])[0], -np.inf)
+            candidates.append(_top(dense, DEPTH, floor=-np.inf))
+        clock.lap("dense")
+        weight = {"bm25": 0.0, "dense": 1.0, "hybrid": DENSE_WEIGHT}[mode]
+        rows = np.unique(np.concatenate(candidates)) if candidates else np.zeros(0, np.int64)
+        ranked = self._rank(rows, bm25, dense, weight)
+        evidence = self._evidence(query, terms, ranked[0][0] if ranked else None, dense)
+        refused = self._refuse(evidence, ranked)
+        clock.lap("fuse")
+        shown = [self._notebook(n, score, chunks) for n, score, chunks in ranked[:k]]
+        clock.lap("fragments")
+        answer = {
+            "query": query,
+            "refused": refused,
+            "refusal_reason": self._reason(query, evidence, shown) if refused else None,
+            "notebooks": [] if refused else shown,
+            "timings_ms": clock.timings(),
+            "mode": mode,
+            "terms": sorted(set(terms)),
+            "evidence": evidence,
+            "warnings": [nb["warning"] for nb in shown if nb.get("warning") and not refused],
+        }
+        if refused:
+            answer["closest"] = shown[:1]
+        return answer
+
+    def _mask(self, filters: Filters) -> np.ndarray:
+        allowed = np.array([filters.notebook_allowed(nb) for nb in self.index.notebooks], dtype=bool)
+        mask = allowed[self.index.chunk_notebook] if len(allowed) else np.zeros(0, dtype=bool)
+        if filters.kinds:
+            mask &= np.isin(self.index.chunk_kind, [KINDS.index(kind) for kind in filters.kinds])
+        return mask
+
+    def _rank(
+        self, rows: np.ndarray, bm25: np.ndarray | None, dense: np.ndarray | None, weight: float
+    ) -> list[tuple[int, float, list[tuple[int, float]]]]:
+        """Notebooks by fused score, each with its candidate chunks by the same fused score.
+
+        Per ranker a notebook scores ``_notebook_scores`` of its candidate chunks; the fused score
+        is ``(1 - weight) * bm25 / best bm25 + weight * (dense - worst) / (best - worst)``, the
+        dense scale taken over the candidate notebooks. Chunks are scaled the same way, so a hit
+        list shows a notebook's chunks in the order that made its score."""
+        if not len(rows):
+            return []
+        owners = self.index.chunk_notebook[rows].tolist()
+        kinds = self.index.chunk_kind[rows].tolist()
+        fused_notebooks: dict[int, float] = dict.fromkeys(owners, 0.0)
+        fused_chunks = np.zeros(len(rows))
+        for scores, share in ((bm25, 1.0 - weight), (dense, weight)):
+            if scores is None or share == 0.0:
+                continue
+            values = scores[rows]
+            per_notebook = _notebook_scores(owners, kinds, values.tolist())
+            if scores is bm25:
+                low, span = 0.0, max(per_notebook.values())
+            else:
+                low = min(per_notebook.values())
+                span = max(per_notebook.values()) - low
+            span = span if span > 0 else 1.0
+            for n, value in per_notebook.items():
+                fused_notebooks[n] += share * (value - low) / span
+            fused_chunks += share * np.maximum(values - low, 0.0) / span
+        per: dict[int, list[tuple[int, float]]] = {}
+        for i in np.lexsort((rows, -fused_chunks)).tolist():
+            per.setdefault(owners[i], []).append((int(rows[i]), float(fused_chunks[i])))
+        ranked = []
+        for n, chunks in per.items():
+            score = fused_notebooks[n] * (STALE_FACTOR if self.index.notebooks[n]["status"] == "stale" else 1.0)
+            ranked.append((n, score, chunks))
+        ranked.sort(key=lambda item: (-item[1], item[0]))
+        return ranked
+
+    def _evidence(self, query: str, terms: Sequence[str], best: int | None, dense: np.ndarray | None) -> dict[str, Any]:
+        """How much of the query the best notebook holds: the idf-weighted share of the query's
+        terms (a term the corpus lacks weighs most), the share of the numbers written in the query
+        (``0,815`` is one number, found when any of its readings is), the terms it lacks, and,
+        when the dense ranker ran, the best cosine of its chunks (``similarity``).
+        (Measured on the dev set: coverage by the top hits alone separates worse.)"""
+        distinct = list(dict.fromkeys(terms))
+        if best is None:
+            return {"coverage": 0.0, "numbers": 0.0, "similarity": None, "missing": distinct}
+        entry = self.index.notebooks[best]
+        numbers = [self.analyzer.terms(number) for number in dict.fromkeys(NUMBER_IN_TEXT.findall(query))]
+        present = {term: self._in_notebook(term, entry) for term in {*distinct, *(t for n in numbers for t in n)}}
+        weights = [self._weight(term) for term in distinct]
+        total = sum(weights)
+        found = [all_terms for all_terms in numbers if any(present[t] for t in all_terms)]
+        similarity = float(np.max(dense[entry["start"] : entry["end"]])) if dense is not None else None
+        return {
+            "coverage": round(sum(w for w, t in zip(weights, distinct) if present[t]) / total, 4) if total else 0.0,
+            "numbers": round(len(found) / len(numbers), 4) if numbers else 1.0,
+            "similarity": round(similarity, 4) if similarity is not None and np.isfinite(similarity) else None,
+            "missing": [term for term in distinct if not present[term]],
+        }
+
+    def _in_notebook(self, term: str, entry: Mapping[str, Any]) -> bool:
+        bm25 = self.index.bm25
+        j = bm25._columns.get(term)
+        if j is None:
+            return False
+        rows = bm25.indices[bm25.indptr[j] : bm25.indptr[j + 1]]
+        return bool(np.any((rows >= entry["start"]) & (rows < entry["end"])))
+
+    def _weight(self, term: str) -> float:
+        """A term's idf; a term the corpus lacks gets the idf of a term in no chunk."""
+        j = self.index.bm25._columns.get(term)
+        return float(self._idf[j]) if j is not None else float(np.log1p((self.index.bm25.n_docs + 0.5) / 0.5))
+
+    def _refuse(self, evidence: Mapping[str, Any], ranked: Sequence[Any]) -> bool:
+        return not ranked or refuses(evidence, self.calibration)
+
+    def _reason(self, query: str, evidence: Mapping[str, Any], shown: Sequence[Mapping[str, Any]]) -> str:
+        words = set(re.findall(r"[\w']+", query.lower()))
+        source = (
+            "no markdown text explains"
+            if words & MEANING_WORDS
+            else "no table or output mentions" if words & VALUE_WORDS or any(NUMBER.match(w) for w in words)
+            else "no cell or output mentions"
+        )
+        missing = ", ".join(evidence["missing"][:6]) or query
+        reason = f"looked for {query!r}: {source} {missing}"
+        if shown:
+            best = shown[0]
+            hit = best["hits"][0] if best["hits"] else None
+            place = f", cell {hit['cell']} ({hit['kind']})" if hit and hit["cell"] is not None else ""
+            reason += f"; the closest is {best['path']}{place}, which covers {evidence['coverage']:.0%} of the query's weight"
+            similarity = evidence["similarity"]
+            if similarity is not None and similarity < self.calibration["min_similarity"]:
+                reason += f" but is not close in meaning (similarity {similarity:.2f})"
+        return reason
+
+    def _notebook(self, n: int, score: float, rows: Sequence[tuple[int, float]]) -> dict[str, Any]:
+        entry = self.index.notebooks[n]
+        records = self.fragment(n)
+        start = entry["start"]
+        hits = []
+        for row, chunk_score in _diverse(rows, self.index.chunk_kind)[:HITS_PER_NOTEBOOK]:
+            record = records[row - start]
+            hits.append({
+                "chunk_id": record["id"], "kind": record["kind"], "cell": record["cell"],
+                "output": record["output"], "score": round(chunk_score, 6), "quote": record["quote"],
+                "start": record["start"], "end": record["end"],
+            })  # fmt: skip
+        result = {
+            "path": entry["path"],
+            "revision": entry["revision"],
+            "score": round(score, 6),
+            "status": entry["status"],
+            "title": entry["title"],
+            "meta": entry["meta"],
+            "hits": hits,
+            "neighbourhood": neighbourhood(records, hits[0]["cell"]) if hits else [],
+        }
+        if entry["status"] == "stale":
+            result["warning"] = f"{entry['path']} failed to re-run: its outputs may be out of date"
+        return result
+
+
+def neighbourhood(records: Sequence[Mapping[str, Any]], cell: int | None) -> list[dict[str, Any]]:
+    """The heading above ``cell``, then the cell and the next two with their outputs, from
+    one notebook's chunk records (overlapping windows of a cell are shown once, in order)."""
+    if cell is None:
+        return []
+    entries = []
+    heading = _heading_above(records, cell)
+    if heading:
+        entries.append(heading)
+    seen_sources: set[tuple[int, int | None]] = set()
+    for record in records:
+        if not cell <= (record["cell"] if record["cell"] is not None else -1) <= cell + NEIGHBOUR_CELLS:
+            continue
+        key = (record["cell"], record["output"])
+        if record["output"] is None and key in seen_sources:
+            continue  # the first window of a cell's source stands for it
+        seen_sources.add(key)
+        entry = {"cell": record["cell"], "kind": record["kind"], "text": record["quote"][:TEXT_LIMIT]}
+        if record["output"] is not None:
+            entry["output"] = record["output"]
+        entries.append(entry)
+    return entries
+
+
+def _heading_above(records: Sequence[Mapping[str, Any]], cell: int) -> dict[str, Any] | None:
+    """The markdown chunk at or above ``cell`` whose text opens the innermost heading there."""
+    before = [r for r in records if r["cell"] is not None and r["cell"] <= cell]
+    if not before:
+        return None
+    titles = before[-1].get("meta", {}).get("headings") or []
+    for record in reversed(before):
+        if record["kind"] == "markdown" and titles and titles[-1] in record["quote"]:
+            return {"cell": record["cell"], "kind": "heading", "text": titles[-1]}
+    return None
+
+
+def _top(scores: np.ndarray, depth: int, floor: float) -> np.ndarray:
+    """Rows of the ``depth`` best scores above ``floor``, best first (ties: lower row first)."""
+    candidates = np.flatnonzero(scores > floor)
+    if len(candidates) > depth:
+        candidates = candidates[np.argpartition(-scores[candidates], depth - 1)[:depth]]
+    return candidates[np.lexsort((candidates, -scores[candidates]))]
+
+
+def _notebook_scores(owners: Sequence[int], kinds: Sequence[int], scores: Sequence[float]) -> dict[int, float]:
+    """Each notebook's score from its chunks' scores: its best chunk, plus ``CORROBORATION``
+    times the mean best score of up to ``CORROBORATING_KINDS`` other kinds (each no better than
+    the best chunk, so the bonus is bounded by that share of it)."""
+    best: dict[int, dict[int, float]] = {}
+    for n, kind, score in zip(owners, kinds, scores):
+        per_kind = best.setdefault(n, {})
+        if score > per_kind.get(kind, -np.inf):
+            per_kind[kind] = score
+    result = {}
+    for n, per_kind in best.items():
+        top, *others = sorted(per_kind.values(), reverse=True)
+        others = [max(score, 0.0) for score in others[:CORROBORATING_KINDS]]
+        result[n] = top + (CORROBORATION * sum(others) / len(others) if others else 0.0)
+    return result
+
+
+def _diverse(chunks: Sequence[tuple[int, float]], kinds: np.ndarray) -> list[tuple[int, float]]:
+    """A notebook's chunks (best first) reordered so that the best of each kind comes first, in
+    score order, then the rest: the hits show the markdown, code and output that match rather
+    than five windows of one kind (the heading text that every chunk under it carries makes
+    same-kind windows crowd the top)."""
+    firsts: dict[int, tuple[int, float]] = {}
+    for chunk in chunks:
+        firsts.setdefault(int(kinds[chunk[0]]), chunk)
+    leaders = list(firsts.values())
+    return leaders + [chunk for chunk in chunks if chunk not in leaders]
+
+
+def refuses(evidence: Mapping[str, Any], thresholds: Mapping[str, float]) -> bool:
+    """Whether ``evidence`` (``Searcher._evidence``) falls below any calibrated threshold; the
+    similarity only counts when the dense ranker ran."""
+    similarity = evidence.get("similarity")
+    return (
+        evidence["coverage"] < thresholds["min_coverage"]
+        or evidence["numbers"] < thresholds["min_numbers"]
+        or (similarity is not None and similarity < thresholds["min_similarity"])
+    )
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.start = self.last = time.perf_counter()
+        self.laps: dict[str, float] = {}
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.laps[name] = round((now - self.last) * 1000, 3)
+        self.last = now
+
+    def timings(self) -> dict[str, float]:
+        return {**self.laps, "total": round((time.perf_counter() - self.start) * 1000, 3)}
+
+
+# -- scorecard and calibration ---------------------------------------------------------------
+
+
+def read_gold(lines: Iterable[str], where: str = "gold") -> list[dict[str, Any]]:
+    """Gold questions from JSON lines (see shared/gold/README.md); blank lines are skipped."""
+    import json
+
+    rows = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            if not isinstance(row["query"], str) or not isinstance(row["expect"], list):
+                raise TypeError("query must be a string and expect a list")
+        except (ValueError, KeyError, TypeError) as error:
+            raise ValueError(f"{where}:{number}: not a gold question ({error})") from None
+        rows.append(row)
+    return rows
+
+
+def judge(row: Mapping[str, Any], answer: Mapping[str, Any]) -> dict[str, Any]:
+    """How one answer scores against one gold question: notebook rank, cell hit, refusal."""
+    paths = [nb["path"] for nb in answer["notebooks"]]
+    expected = {e["path"] for e in row["expect"]}
+    rank = next((i for i, path in enumerate(paths, 1) if path in expected), None)
+    cells = {(e["path"], e["cell"]) for e in row["expect"]}
+    shown = {
+        (nb["path"], item["cell"])
+        for nb in answer["notebooks"][:5]
+        for item in (*nb["hits"], *nb["neighbourhood"])
+    }
+    return {"answerable": bool(row["expect"]), "rank": rank, "cell_hit": bool(cells & shown), "refused": answer["refused"]}
+
+
+def scorecard(judged: Sequence[Mapping[str, Any]], latencies: Sequence[float]) -> dict[str, Any]:
+    """The figures of gold/README.md over judged answers (``judge``) and latencies in ms."""
+    answerable = [j for j in judged if j["answerable"]]
+    unanswerable = [j for j in judged if not j["answerable"]]
+
+    def share(items: Sequence[Any], test: Callable[[Any], bool]) -> float | None:
+        return round(sum(map(test, items)) / len(items), 4) if items else None
+
+    figures = {"n": len(judged)}
+    for at in (1, 3, 5):
+        figures[f"notebook_hit@{at}"] = share(answerable, lambda j: j["rank"] is not None and j["rank"] <= at)
+    figures["cell_hit@5"] = share(answerable, lambda j: j["cell_hit"])
+    figures["mrr"] = round(sum(1 / j["rank"] for j in answerable if j["rank"]) / len(answerable), 4) if answerable else None
+    figures["refusal_recall"] = share(unanswerable, lambda j: j["refused"])
+    figures["false_refusal_rate"] = share(answerable, lambda j: j["refused"])
+    if latencies:
+        ordered = sorted(latencies)
+        figures["latency_ms"] = {
+            "p50": round(float(np.percentile(ordered, 50)), 3),
+            "p95": round(float(np.percentile(ordered, 95)), 3),
+        }
+    return figures
+
+
+def evaluate(searcher: Searcher, gold: Sequence[Mapping[str, Any]], mode: str = "hybrid") -> dict[str, Any]:
+    """The scorecard of ``searcher`` on ``gold``: overall, ``by_kind`` and ``by_lang``, with
+    latency p50/p95 of a whole search and per stage."""
+    judged, latencies, stages = [], [], {}
+    for row in gold:
+        answer = searcher.search(row["query"], k=5, mode=mode)
+        judged.append({**judge(row, answer), "kind": row.get("kind"), "lang": row.get("lang")})
+        latencies.append(answer["timings_ms"]["total"])
+        for stage, ms in answer["timings_ms"].items():
+            stages.setdefault(stage, []).append(ms)
+    card = scorecard(judged, latencies)
+    card["latency_ms"] = {**card.get("latency_ms", {}), "stages": {
+        stage: {"p50": round(float(np.percentile(v, 50)), 3), "p95": round(float(np.percentile(v, 95)), 3)}
+        for stage, v in stages.items() if stage != "total"
+    }}  # fmt: skip
+    for group in ("kind", "lang"):
+        values = sorted({j[group] for j in judged if j[group] is not None})
+        card[f"by_{group}"] = {
+            value: {key: figure for key, figure in scorecard([j for j in judged if j[group] == value], []).items()}
+            for value in values
+        }
+    return card
+
+
+def calibrate(searcher: Searcher, gold: Sequence[Mapping[str, Any]], max_false: float = 0.10) -> dict[str, Any]:
+    """Refusal thresholds from a gold set, for the evidence of a hybrid search.
+
+    Every combination of thresholds (coverage, numbers, similarity) taken from the answerable
+    questions' own values (or 0) is tried; the one that refuses the most out-of-scope questions
+    while refusing at most ``max_false`` of the answerable ones wins (ties: fewer answerable
+    refused, then the lower thresholds). Each threshold is then lowered to the middle of the gap
+    below it, which refuses the same gold questions but leaves a margin for questions not seen.
+    Returns the calibration to store in ``index.calibration``."""
+    features = [(bool(row["expect"]), searcher.search(row["query"], k=1)["evidence"]) for row in gold]
+    if not any(ok for ok, _ in features):
+        raise ValueError("calibration needs answerable questions in the gold set")
+    keys = ("coverage", "numbers", "similarity")
+    values = np.array([[e[key] if e[key] is not None else np.inf for key in keys] for _, e in features])
+    answerable = np.array([ok for ok, _ in features])
+    grids = [np.unique(np.concatenate([[0.0], column[answerable & np.isfinite(column)]])) for column in values.T]
+    mesh = np.stack(np.meshgrid(*grids, indexing="ij"), axis=-1).reshape(-1, len(keys))
+    refused = (values[None, :, :] < mesh[:, None, :]).any(axis=2)  # (combinations, questions)
+    false = refused[:, answerable].sum(axis=1)
+    caught = refused[:, ~answerable].sum(axis=1)
+    allowed = np.flatnonzero(false <= max_false * answerable.sum())
+    order = np.lexsort((*(mesh[allowed, i] for i in reversed(range(len(keys)))), false[allowed], -caught[allowed]))
+    chosen = allowed[order[0]]
+    thresholds = {}
+    for i, key in enumerate(keys):
+        below = values[:, i][values[:, i] < mesh[chosen, i]]
+        thresholds[f"min_{key}"] = round(float((mesh[chosen, i] + below.max()) / 2) if len(below) else 0.0, 4)
+    check = [refuses(e, thresholds) for _, e in features]
+    return {
+        "thresholds": thresholds,
+        "gold": {"questions": len(features), "answerable": int(answerable.sum()), "max_false": max_false},
+        "refused": {
+            "out_of_scope": sum(r for r, ok in zip(check, answerable) if not ok),
+            "answerable": sum(r for r, ok in zip(check, answerable) if ok),
+        },
+    }
