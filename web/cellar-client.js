@@ -1,53 +1,115 @@
 // window.cellar: the page's handle on the Python worker. Later pages extend it.
 //
-//   await cellar.ready            -> {python, cellar, timeline}; rejects when booting fails
+//   await cellar.ready            -> {python, cellar, timeline}; rejects when booting fails.
+//                                    A new promise after a restart (see callWith).
 //   cellar.timeline               -> [{stage, t}] boot stages with ms since the worker started
-//   cellar.onStage(callback)      -> called with ({stage, t}) for every boot stage
+//   cellar.onStage(callback)      -> called with ({stage, t}) for every boot stage, of every boot
+//   cellar.onRestart(callback)    -> called with ({reason}) when the worker is replaced
 //   await cellar.call(module, name, ...args)   any function of a cellar.* module, JSON in and out
+//   await cellar.callWith({timeout, files}, module, name, ...args)
+//                                    the same with a time limit in ms (the call is stopped after it
+//                                    and rejects with error.stopped = true, and error.partial =
+//                                    the answer if Python still gave one) and files to place in
+//                                    Python's file system first ({path: url})
 //   await cellar.revision(text)   -> SHA-256 hex computed by cellar.provenance in Python
+//
+// Stopping: where the page is cross-origin isolated, the worker shares an interrupt buffer and
+// Python gets a KeyboardInterrupt (cheap: the interpreter and its packages stay loaded). If that
+// brings no answer within GRACE_MS, or without isolation, the worker is terminated and a fresh
+// one boots; calls still waiting on the old one reject.
+
+const GRACE_MS = 1500;
+const SIGINT = 2;
 
 export function startCellar(workerUrl = new URL("./worker.js", import.meta.url)) {
-  const worker = new Worker(workerUrl, { type: "module" });
-  const pending = new Map();
-  const listeners = [];
+  const listeners = { stage: [], restart: [] };
   const timeline = [];
   let nextId = 1;
-  let resolveReady, rejectReady;
-  const ready = new Promise((resolve, reject) => { resolveReady = resolve; rejectReady = reject; });
+  let worker, pending, ready, interrupts;
 
-  worker.onmessage = ({ data }) => {
-    if (data.type === "stage") {
-      const entry = { stage: data.stage, t: data.t };
-      timeline.push(entry);
-      listeners.forEach((listener) => listener(entry));
-    } else if (data.type === "ready") {
-      timeline.push({ stage: "ready", t: data.t });
-      listeners.forEach((listener) => listener({ stage: "ready", t: data.t }));
-      resolveReady({ python: data.python, cellar: data.cellar, timeline });
-    } else if (data.type === "failed") {
-      rejectReady(new Error(data.error));
-    } else if (data.type === "result") {
-      const { resolve, reject } = pending.get(data.id);
-      pending.delete(data.id);
-      if (data.ok) resolve(data.value);
-      else reject(Object.assign(new Error(data.error.message), { pythonType: data.error.type }));
+  function boot() {
+    worker = new Worker(workerUrl, { type: "module" });
+    pending = new Map();
+    timeline.length = 0;
+    let resolveReady, rejectReady;
+    ready = new Promise((resolve, reject) => { resolveReady = resolve; rejectReady = reject; });
+    ready.catch(() => {});  // the page reports a failed boot when it awaits `ready`
+    if (self.crossOriginIsolated) {
+      interrupts = new Int32Array(new SharedArrayBuffer(4));
+      worker.postMessage({ type: "interrupts", buffer: interrupts });
+    } else {
+      interrupts = null;
     }
-  };
-  worker.onerror = (event) => rejectReady(new Error(event.message || "the Python worker failed to start"));
+    const stage = (entry) => {
+      timeline.push(entry);
+      listeners.stage.forEach((listener) => listener(entry));
+    };
+    worker.onmessage = ({ data }) => {
+      if (data.type === "stage") {
+        stage({ stage: data.stage, t: data.t });
+      } else if (data.type === "ready") {
+        stage({ stage: "ready", t: data.t });
+        resolveReady({ python: data.python, cellar: data.cellar, timeline });
+      } else if (data.type === "failed") {
+        rejectReady(new Error(data.error));
+      } else if (data.type === "result") {
+        const call = pending.get(data.id);
+        if (!call) return;  // it was stopped already
+        pending.delete(data.id);
+        call.settle(data);
+      }
+    };
+    worker.onerror = (event) => rejectReady(new Error(event.message || "the Python worker failed to start"));
+  }
 
-  function call(module, name, ...args) {
+  function restart(reason) {
+    const old = pending;
+    worker.terminate();
+    boot();
+    old.forEach((call) => call.settle({ ok: false, error: { type: "Restarted", message: reason } }));
+    listeners.restart.forEach((listener) => listener({ reason }));
+  }
+
+  function callWith({ timeout = 0, files = null } = {}, module, name, ...args) {
     return ready.then(() => new Promise((resolve, reject) => {
       const id = nextId++;
-      pending.set(id, { resolve, reject });
-      worker.postMessage({ type: "call", id, module, name, args });
+      let timer = null;
+      let stopped = null;
+      const settle = (data) => {
+        clearTimeout(timer);
+        // An interrupted call may still answer (what the code printed before it was stopped).
+        if (stopped) reject(data.ok ? Object.assign(stopped, { partial: data.value }) : stopped);
+        else if (data.ok) resolve(data.value);
+        else reject(Object.assign(new Error(data.error.message), { pythonType: data.error.type }));
+      };
+      pending.set(id, { settle });
+      worker.postMessage({ type: "call", id, module, name, args, ...(files ? { files } : {}) });
+      if (!timeout) return;
+      timer = setTimeout(() => {
+        stopped = Object.assign(
+          new Error(`stopped after ${(timeout / 1000).toFixed(timeout % 1000 ? 1 : 0)} s`),
+          { stopped: true, pythonType: "Timeout" });
+        const restartNow = () => {
+          if (pending.has(id)) restart(`Python was restarted: a call ${stopped.message}`);
+        };
+        if (interrupts) {
+          Atomics.store(interrupts, 0, SIGINT);
+          timer = setTimeout(restartNow, GRACE_MS);
+        } else {
+          restartNow();
+        }
+      }, timeout);
     }));
   }
 
+  boot();
   return {
-    ready,
+    get ready() { return ready; },
     timeline,
-    onStage: (listener) => listeners.push(listener),
-    call,
-    revision: (text) => call("cellar.provenance", "revision", text),
+    onStage: (listener) => listeners.stage.push(listener),
+    onRestart: (listener) => listeners.restart.push(listener),
+    call: (module, name, ...args) => callWith({}, module, name, ...args),
+    callWith,
+    revision: (text) => callWith({}, "cellar.provenance", "revision", text),
   };
 }

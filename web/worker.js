@@ -6,7 +6,11 @@
 //                         {type: "ready", python, cellar, t}
 //                         {type: "failed", error}
 //                         {type: "result", id, ok, value | error}
-// Messages from the page: {type: "call", id, module, name, args}
+// Messages from the page: {type: "interrupts", buffer}     a SharedArrayBuffer-backed Int32Array:
+//                                                           the page writes 2 (SIGINT) to stop Python
+//                         {type: "call", id, module, name, args, files?}
+//                         files: {path in Python's file system: URL}, fetched once per worker
+//                         before the call (e.g. a model that a function loads from disk)
 
 import { loadPyodide } from "./pyodide/pyodide.mjs";
 
@@ -25,7 +29,9 @@ def cellar_call(module, name, args_json):
     function = getattr(importlib.import_module(module), name)
     try:
         return json.dumps({"ok": True, "value": function(*json.loads(args_json))})
-    except Exception as error:
+    # KeyboardInterrupt is the page's time limit arriving through the interrupt buffer: Python
+    # stays usable, so it comes back as an error like any other.
+    except (Exception, KeyboardInterrupt) as error:
         return json.dumps({"ok": False, "error": {"type": type(error).__name__, "message": str(error)}})
 `;
 
@@ -53,10 +59,37 @@ booting.then(
   (error) => postMessage({ type: "failed", error: String(error && error.message || error) }),
 );
 
+let interrupts = null;
+
+// Files land in Python's (in-memory) file system the first time a call needs them.
+const fetched = new Map();
+function provide(pyodide, files) {
+  return Promise.all(Object.entries(files).map(([path, url]) => {
+    if (!fetched.has(path)) {
+      fetched.set(path, (async () => {
+        const response = await fetch(new URL(url, self.location.href));
+        if (!response.ok) throw new Error(`${url}: ${response.status} ${response.statusText}`);
+        pyodide.FS.mkdirTree(path.slice(0, path.lastIndexOf("/")) || "/");
+        pyodide.FS.writeFile(path, new Uint8Array(await response.arrayBuffer()));
+      })());
+      fetched.get(path).catch(() => fetched.delete(path));  // a later call may try again
+    }
+    return fetched.get(path);
+  }));
+}
+
 onmessage = async ({ data }) => {
+  if (data.type === "interrupts") {
+    interrupts = data.buffer;
+    booting.then(({ pyodide }) => pyodide.setInterruptBuffer(interrupts), () => {});
+    return;
+  }
   if (data.type !== "call") return;
   try {
     const { pyodide } = await booting;
+    if (data.files) await provide(pyodide, data.files);
+    // A stop request that came after the last call had already finished must not hit this one.
+    if (interrupts) interrupts[0] = 0;
     const call = pyodide.globals.get("cellar_call");
     const reply = JSON.parse(call(data.module, data.name, JSON.stringify(data.args ?? [])));
     call.destroy();

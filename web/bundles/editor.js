@@ -1,7 +1,7 @@
 // CodeMirror 6 with Python support, bundled by build.py into site/bundles/editor.js.
 import { basicSetup } from "codemirror";
 import { EditorView, keymap } from "@codemirror/view";
-import { EditorState } from "@codemirror/state";
+import { EditorState, Prec } from "@codemirror/state";
 import { indentWithTab } from "@codemirror/commands";
 import { python } from "@codemirror/lang-python";
 
@@ -15,7 +15,9 @@ export function createEditor(parent, { doc = "", onChange = () => {}, onRun = ()
       extensions: [
         basicSetup,
         python(),
-        keymap.of([{ key: "Mod-Enter", run: () => { onRun(); return true; } }, indentWithTab]),
+        // Highest precedence: basicSetup binds Mod-Enter (insert a blank line) too.
+        Prec.highest(keymap.of([{ key: "Mod-Enter", run: () => { onRun(); return true; } }])),
+        keymap.of([indentWithTab]),
         EditorView.updateListener.of((update) => { if (update.docChanged) onChange(update.state.doc.toString()); }),
         EditorView.contentAttributes.of({ "aria-label": label }),
       ],

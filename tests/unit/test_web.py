@@ -1,0 +1,73 @@
+"""cellar.web: the JSON the lesson pages get from the worker, checked on the shipped lessons."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cellar import web
+from cellar.lessons import read_lesson_files
+
+ROOT = Path(__file__).resolve().parents[2]
+LESSON_1 = read_lesson_files(ROOT / "lessons/01-passages")
+MODEL = ROOT / "models/minilm-l6-static-256"
+
+
+def test_lesson_page_gives_one_languages_texts_as_plain_json():
+    page = web.lesson_page(LESSON_1, "nl")
+    assert json.loads(json.dumps(page)) == page
+    assert page["title"] == "Knip bronnen in passages zonder te vergeten waar ze vandaan komen"
+    assert [c["id"] for c in page["checkpoints"]] == ["document_snapshots", "word_chunks", "chunk_coverage"]
+    assert page["checkpoints"][1]["title"] == "Knip een momentopname in overlappende woordvensters"
+    assert "<!-- widget: chunk-explorer -->" in page["prose"]
+    assert page["next"] == "embedding-lab" and page["starter"] == LESSON_1["main.py"]
+    with pytest.raises(ValueError, match="no language 'de'"):
+        web.lesson_page(LESSON_1, "de")
+
+
+def test_run_code_reports_output_and_the_learners_line():
+    result = web.run_code("print('a')\n\n1 / 0\n")
+    assert result["stdout"] == "a\n"
+    assert result["error"] == "ZeroDivisionError: division by zero (main.py, line 3)"
+    assert 'File "main.py", line 3' in result["traceback"]
+
+
+def test_run_code_clips_a_flood_of_output():
+    result = web.run_code("print('x' * 300_000)")
+    assert len(result["stdout"]) < web.OUTPUT_LIMIT + 100
+    assert result["stdout"].endswith("(200,001 more characters not shown)\n")
+
+
+def test_check_code_passes_the_solution_and_names_the_first_failure_of_the_starter():
+    assert web.check_code(LESSON_1, "chunk_coverage", LESSON_1["solution.py"]) == {"passed": True, "message": "passed"}
+    verdict = web.check_code(LESSON_1, "document_snapshots", LESSON_1["main.py"])
+    assert not verdict["passed"] and "not written yet" in verdict["message"]
+
+
+def test_chunk_explorer_on_the_tasks_example():
+    result = web.chunk_explorer("  A  B\nC D E F G H  ", 4, 1)
+    assert [(p["id"], p["start"], p["end"]) for p in result["passages"]] == [("d:0", 2, 10), ("d:3", 9, 16), ("d:6", 15, 18)]
+    assert (result["total_words"], result["covered_words"], result["word_occurrences"]) == (8, 8, 10)
+    assert result["duplication_factor"] == 1.25 and result["error"] is None
+
+
+@pytest.mark.parametrize(("text", "window", "overlap", "message"), [
+    ("   ", 4, 1, "text is empty"),
+    ("a b", 4, 4, "overlap must be at least 0 and less than the size 4"),
+    ("a b", True, 0, "must be an integer"),
+])
+def test_chunk_explorer_shows_refusals_as_messages(text, window, overlap, message):
+    assert message in web.chunk_explorer(text, window, overlap)["error"]
+
+
+def test_embedding_lab_ranks_the_passages_both_ways():
+    if not (MODEL / "model.json").exists():
+        pytest.skip(f"no embedding model in {MODEL}")
+    lab = json.loads(read_lesson_files(ROOT / "lessons/02-embedding-lab")["lab.json"])
+    passages = lab["en"]["passages"]
+    result = web.embedding_lab(passages, "FP-3", str(MODEL), lab["fusion_k"])
+    assert len(result["similarity"]) == len(passages)
+    assert all(abs(result["similarity"][i][i] - 1) < 1e-3 for i in range(len(passages)))
+    assert result["bm25"][0]["id"] == "tank"
+    assert sorted(row["id"] for row in result["embedding"]) == sorted(p["id"] for p in passages)
+    assert {row["id"] for row in result["fused"]} == {p["id"] for p in passages}
