@@ -10,7 +10,7 @@ import pytest
 
 from cellar.embedding import load_model
 from cellar.index import build_index, build_index_from_directory
-from cellar.search import Filters, Searcher, calibrate, evaluate, read_gold
+from cellar.search import DEFAULT_CALIBRATION, Filters, Searcher, calibrate, evaluate, read_gold, refuses
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = ROOT / "models" / "minilm-l6-static-256"
@@ -132,6 +132,38 @@ def test_refusal_names_what_is_missing_and_the_closest(small):
     assert "the closest is" in reason
 
 
+def test_words_the_archive_never_saw_are_left_to_the_dense_similarity(model):
+    """A Dutch question on an English notebook: its Dutch words occur in no chunk, so they count
+    as missing and BM25 alone refuses; with the dense ranker, a notebook holding every query
+    term the archive knows passes the coverage test and the similarity judges the rest. An
+    unknown name that is not close in meaning is still refused."""
+    records = [
+        record("fft.ipynb", 0, "markdown", "# Fourier transform\nThe FFT of the damped harmonic oscillator signal, computed with scipy.fftpack"),
+        record("fft.ipynb", 1, "code", "F = fft(y2[:, 0])\nw = fftfreq(N, dt)"),
+        record("ballast.ipynb", 0, "markdown", "Forepeak ballast tank volume of the 130 m vessel, " + FILLER),
+    ]
+    searcher = Searcher(build_index(records, model), model)
+    dutch = "Waar wordt de FFT van het signaal van de gedempte harmonische oscillator berekend?"
+    bm25, hybrid = searcher.search(dutch, mode="bm25"), searcher.search(dutch, mode="hybrid")
+    assert bm25["refused"] and bm25["evidence"]["coverage"] < DEFAULT_CALIBRATION["min_coverage"]
+    assert not hybrid["refused"] and paths(hybrid)[0] == "fft.ipynb"
+    assert hybrid["evidence"]["known_coverage"] == 1.0 and "signaal" in hybrid["evidence"]["missing"]
+    name = searcher.search("FFT of the oscillator in the Penmanshiel windpark", mode="hybrid")
+    assert name["refused"] and name["evidence"]["known_coverage"] == 1.0
+    assert "not close in meaning" in name["refusal_reason"]
+
+
+def test_refusal_rule_on_evidence():
+    """Known words all present is no pass when the archive knows none of the query's words, when
+    the similarity is low, or when no dense ranker ran."""
+    passing = {"coverage": 0.2, "known_coverage": 1.0, "numbers": 1.0, "similarity": 0.9}
+    assert not refuses(passing, DEFAULT_CALIBRATION)
+    assert refuses({**passing, "known_coverage": 0.0, "coverage": 0.0}, DEFAULT_CALIBRATION)
+    assert refuses({**passing, "known_coverage": 0.9}, DEFAULT_CALIBRATION)
+    assert refuses({**passing, "similarity": 0.3}, DEFAULT_CALIBRATION)
+    assert refuses({**passing, "similarity": None}, DEFAULT_CALIBRATION)
+
+
 def test_modes_differ(small):
     query = "forepeak ballast tank volume"
     assert small.search(query, mode="bm25")["timings_ms"]["dense"] < small.search(query, mode="dense")["timings_ms"]["dense"]
@@ -157,8 +189,9 @@ def dev(shared_corpus):
 
 
 def test_dev_targets(dev):
-    """The acceptance figures of issue 4 (hybrid); measured: notebook hit@5 .962, cell hit@5 .904,
-    refusal recall 1.0 (8 of 8), false refusals .038 (2 of 52, both Dutch questions on English notebooks)."""
+    """The acceptance figures of issue 4 (hybrid); measured: notebook hit@5 .981, cell hit@5 .923,
+    refusal recall 1.0 (8 of 8), false refusals .019 (1 of 52, a Dutch question on an English
+    notebook whose similarity is below that of an out-of-scope Dutch question)."""
     hybrid = dev["hybrid"]
     assert hybrid["notebook_hit@5"] >= 0.85
     assert hybrid["cell_hit@5"] >= 0.70
@@ -167,11 +200,13 @@ def test_dev_targets(dev):
 
 
 def test_hybrid_beats_each_ranker_alone(dev):
-    """Hybrid finds at least as many notebooks as BM25 alone, as early, and refuses more of the
-    out-of-scope questions (the dense similarity is evidence BM25 lacks) without refusing more
-    answerable ones; it beats dense alone outright."""
+    """Hybrid beats BM25 alone and dense alone on notebook hit@5 and MRR. The notebook order is
+    BM25's; the gain is in refusal, where the dense similarity is evidence BM25 lacks: hybrid
+    refuses more of the out-of-scope questions (measured 8 of 8 against 7) and fewer answerable
+    ones (1 against 2: the similarity vouches for the Dutch words of a question on an English
+    notebook). Measured: notebook hit@5 .981 against .962, MRR .933 against .914."""
     hybrid, bm25, dense = dev["hybrid"], dev["bm25"], dev["dense"]
-    assert hybrid["notebook_hit@5"] >= bm25["notebook_hit@5"] and hybrid["mrr"] >= bm25["mrr"]
+    assert hybrid["notebook_hit@5"] > bm25["notebook_hit@5"] and hybrid["mrr"] > bm25["mrr"]
     assert hybrid["refusal_recall"] > bm25["refusal_recall"]
-    assert hybrid["false_refusal_rate"] <= bm25["false_refusal_rate"]
+    assert hybrid["false_refusal_rate"] < bm25["false_refusal_rate"]
     assert hybrid["notebook_hit@5"] > dense["notebook_hit@5"] and hybrid["mrr"] > dense["mrr"]
