@@ -52,7 +52,7 @@ class PyodideHost:
         started = time.perf_counter()
         self._process = subprocess.Popen(
             [node, str(SCRIPT), json.dumps(options)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=sys.stderr,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None,  # Python's output: our stderr
             text=True, encoding="utf-8", bufsize=1,
         )
         self._next_id = 0

@@ -12,9 +12,9 @@ import sys
 from collections.abc import Sequence
 
 from cellar import __version__
-from cellar.cli import blobs, chunk, eval, index, lesson, model, revision, search, serve
+from cellar.cli import blobs, chunk, eval, index, lesson, model, rerender, revision, search, serve
 
-COMMANDS = (revision, serve, blobs, lesson, model, chunk, index, search, eval)
+COMMANDS = (revision, serve, blobs, lesson, model, chunk, index, search, eval, rerender)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,193 @@
+"""An archive's pinned environment, resolved at build time into what Pyodide can load.
+
+An archive lists what its notebooks import in a plain `requirements.txt` (`name==version`, pip's
+`--hash=sha256:...` options allowed, comments and blank lines ignored). `resolve_environment`
+sorts each requirement into:
+
+- a build in the Pyodide runtime: the runtime's `pyodide-lock.json` lists it (with a matching
+  version, if pinned) and its file is in the runtime folder; the worker loads it by name;
+- a pure-Python wheel (`py3-none-any`), fetched with `pip download` (never at run time) into a
+  cache, checked against the requirement's `--hash` values if it has any, and recorded with its
+  SHA-256; the worker installs all of them in one `micropip.install([...], deps=False)` call,
+  so micropip never goes online for a dependency;
+- unavailable, with the reason (no WebAssembly build: pip found no pure wheel; or a pinned version
+  the runtime does not ship). Notebooks that import it are stale with that reason
+  (`blocking_requirement`), rather than crashing or being skipped in silence.
+
+Host-only (CPython): it runs pip.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import re
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+REQUIREMENT = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*(?:==\s*([^\s;#]+))?")
+HASH = re.compile(r"--hash=sha256:([0-9a-f]{64})")
+# Import names that differ from the distribution's, for the packages seen in archives so far.
+IMPORT_NAMES = {"python-ternary": "ternary", "scikit-learn": "sklearn", "pillow": "PIL",
+                "python-dateutil": "dateutil", "typing-extensions": "typing_extensions",
+                "pyyaml": "yaml", "beautifulsoup4": "bs4", "coolprop": "CoolProp"}
+
+
+class RequirementsError(ValueError):
+    """A requirements file that cannot be read: the message names the file and line."""
+
+
+@dataclass(frozen=True)
+class Requirement:
+    name: str  # normalised: lower case, `-` separators
+    version: str | None
+    hashes: tuple[str, ...]
+    line: int
+
+
+@dataclass(frozen=True)
+class Wheel:
+    name: str
+    version: str
+    path: str
+    sha256: str
+
+
+@dataclass
+class Environment:
+    """What a worker loads: runtime packages by name, pure wheels by file; and what cannot load."""
+
+    packages: list[str] = field(default_factory=list)
+    wheels: list[Wheel] = field(default_factory=list)
+    unavailable: dict[str, str] = field(default_factory=dict)  # requirement name -> reason
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def normalise_name(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def read_requirements(path: str | Path) -> list[Requirement]:
+    """Parse a plain requirements file; RequirementsError names the file and line of a bad entry."""
+    requirements = []
+    for number, raw in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        line = raw.split("#", 1)[0].strip() if not raw.lstrip().startswith("--hash") else raw.strip()
+        if not line:
+            continue
+        match = REQUIREMENT.match(line)
+        if match is None or line.startswith("-"):
+            raise RequirementsError(f"{path}:{number}: not a requirement: {raw.strip()!r}")
+        requirements.append(Requirement(normalise_name(match.group(1)), match.group(2),
+                                        tuple(HASH.findall(line)), number))
+    return requirements
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _runtime_builds(runtime: Path) -> dict[str, tuple[str, str]]:
+    """Normalised name -> (lock name, version) of every package whose file the runtime ships."""
+    lock = json.loads((runtime / "pyodide-lock.json").read_text(encoding="utf-8"))["packages"]
+    return {normalise_name(name): (name, entry["version"]) for name, entry in lock.items()
+            if (runtime / entry["file_name"]).is_file()}
+
+
+def _pure_wheel(requirement: Requirement, cache: Path) -> Wheel | str:
+    """The requirement's py3-none-any wheel in `cache` (fetched with pip if absent), or why not."""
+    spec = requirement.name + (f"=={requirement.version}" if requirement.version else "")
+    stem = requirement.name.replace("-", "_").lower()
+    version = requirement.version or "*"
+    found = [path for path in cache.glob("*.whl")
+             if path.name.lower().startswith(f"{stem}-") and path.name.endswith("-none-any.whl")
+             and (version == "*" or path.name.split("-")[1] == version)]
+    if not found:
+        command = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+                   "--only-binary=:all:", "--platform", "any", "--implementation", "py",
+                   "--abi", "none", "--python-version", "3.12", "--dest", str(cache), spec]
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0:
+            return "no WebAssembly build: neither in the Pyodide runtime nor as a pure-Python wheel"
+        found = [path for path in cache.glob("*.whl") if path.name.lower().startswith(f"{stem}-")
+                 and path.name.endswith("-none-any.whl")]
+        if not found:
+            return "no WebAssembly build: neither in the Pyodide runtime nor as a pure-Python wheel"
+    path = sorted(found)[-1]
+    digest = _sha256(path)
+    if requirement.hashes and digest not in requirement.hashes:
+        return f"{path.name} has SHA-256 {digest}, which the requirement's --hash values do not list"
+    return Wheel(requirement.name, path.name.split("-")[1], str(path), digest)
+
+
+def resolve_environment(requirements: list[Requirement], runtime: str | Path, cache: str | Path,
+                        base: tuple[str, ...] = ("ipython", "matplotlib")) -> Environment:
+    """Sort requirements into runtime builds, cached pure wheels and unavailable ones (see above).
+
+    `base` are the runtime packages the sandbox itself needs, loaded whatever the archive asks.
+    """
+    runtime, cache = Path(runtime), Path(cache)
+    cache.mkdir(parents=True, exist_ok=True)
+    builds = _runtime_builds(runtime)
+    environment = Environment(packages=[builds[normalise_name(name)][0] for name in base])
+    for requirement in requirements:
+        build = builds.get(requirement.name)
+        if build is not None:
+            if requirement.version and requirement.version != build[1]:
+                environment.unavailable[requirement.name] = (
+                    f"pinned {requirement.version}, but the Pyodide runtime ships {build[1]}")
+            elif build[0] not in environment.packages:
+                environment.packages.append(build[0])
+            continue
+        wheel = _pure_wheel(requirement, cache)
+        if isinstance(wheel, str):
+            environment.unavailable[requirement.name] = wheel
+        else:
+            environment.wheels.append(wheel)
+    return environment
+
+
+def imported_modules(sources: list[str]) -> set[str]:
+    """Top-level module names that code cells import (cells that are not Python are skipped)."""
+    names: set[str] = set()
+    for source in sources:
+        lines = [line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))]
+        try:
+            tree = ast.parse("\n".join(lines))
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names.add(node.module.split(".")[0])
+    return names
+
+
+def blocking_requirement(sources: list[str], environment: Environment) -> str | None:
+    """Why a notebook cannot run here: the first unavailable requirement it imports, or None."""
+    imported = {normalise_name(name) for name in imported_modules(sources)}
+    for name, reason in sorted(environment.unavailable.items()):
+        if normalise_name(IMPORT_NAMES.get(name, name)) in imported or name in imported:
+            return f"requirement {name}: {reason}"
+    return None
+
+
+def attribute_failure(reason: str, environment: Environment) -> str:
+    """A failed run's reason, led by the unavailable requirement it names, if any.
+
+    Catches what the import scan cannot: a library that imports the missing package itself
+    (thermo's `ValueError: CoolProp is not installed`).
+    """
+    if reason.startswith("requirement "):
+        return reason
+    for name, why in sorted(environment.unavailable.items()):
+        module = IMPORT_NAMES.get(name, name)
+        if re.search(rf"(?<![\w.]){re.escape(module)}(?![\w])", reason, re.IGNORECASE):
+            return f"requirement {name}: {why} ({reason})"
+    return reason

@@ -1,0 +1,322 @@
+"""Re-render an archive: run every notebook in a pool of Pyodide workers and compare with the saved.
+
+    report = rerender("demo/archive", "out/fresh", workers=2)
+    report["counts"]   # {"clean": 11, "drifted": 1, "stale": 1}
+
+For each notebook (`*.ipynb` under the archive, checkpoints skipped) a worker runs its code cells
+in `cellar.sandbox` with the archive's path map and blobs, starting in the notebook's own folder
+(the archive root is the logical POSIX root `/`, as `cellar blobs add` lays it out). The fresh
+notebook (the same cells with fresh outputs, nbformat 4.4, `metadata.cellar_rerender` holding the
+status) goes to `out/<same relative path>`; the originals are never written. `out/report.json`
+holds the environment, each notebook's status, reason and output diffs, the counts and the top
+stale reasons; the index build uses fresh outputs for clean and drifted notebooks and the saved
+ones for stale notebooks.
+
+A worker is a Node process running the site's Pyodide (cellar.pyodide_host) with the cellar wheel,
+the archive's environment (cellar.environment) and `cellar.sandbox.prepare()` done once. A notebook
+that outruns its time limit is stopped inside the worker (the watchdog) or, if the worker stops
+answering, the worker is killed and a fresh one started; either way the notebook is stale.
+
+Optional `rerender.json` at the archive root: `{"cell_timeout": s, "notebook_timeout": s,
+"clock": "2024-01-01T00:00:00Z", "sanitizers": [["regex", "replacement"], ...]}`.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import queue
+import re
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cellar import compare, environment, vfs
+from cellar.notebook import Notebook, NotebookError, read_notebook
+from cellar.pyodide_host import PyodideError, PyodideHost
+
+CONFIG_FILE = "rerender.json"
+REPORT_FILE = "report.json"
+DEFAULT_CACHE = Path(os.environ.get("CELLAR_CACHE") or Path.home() / ".cache" / "cellar") / "wheels"
+HOST_MARGIN = 30.0  # seconds past the notebook's limit before the host gives up on a worker
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How to re-render an archive: its limits, clock and sanitisers (from rerender.json)."""
+
+    cell_timeout: float = 60.0
+    notebook_timeout: float = 300.0
+    clock: str | None = None
+    sanitizers: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def load(cls, archive: Path) -> Settings:
+        path = archive / CONFIG_FILE
+        if not path.is_file():
+            return cls()
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            settings = cls(**{**data, "sanitizers": tuple(map(tuple, data.get("sanitizers", ())))})
+        except (ValueError, TypeError) as error:
+            raise ValueError(f"{path}: {error}") from None
+        compare.compile_sanitizers(settings.sanitizers)  # fails early, naming a bad regex
+        return settings
+
+    def limits(self) -> dict[str, Any]:
+        return {"cell_timeout": self.cell_timeout, "notebook_timeout": self.notebook_timeout,
+                "clock": self.clock}
+
+
+def find_notebooks(archive: Path, skip: Path | None = None) -> list[Path]:
+    """The archive's notebooks, sorted; checkpoints and anything under `skip` (the output) left out."""
+    return sorted(path for path in archive.rglob("*.ipynb")
+                  if ".ipynb_checkpoints" not in path.parts
+                  and not (skip is not None and path.resolve().is_relative_to(skip.resolve())))
+
+
+def load_blobs(archive: Path, pathmap: vfs.PathMap) -> dict[str, bytes]:
+    """Every blob the path map names, read (and hash-checked) from the archive's blob store.
+
+    A blob the store lacks is left out: a notebook that reads it gets the store's error there.
+    """
+    store = vfs.BlobStore(archive)
+    blobs = {}
+    for blob_id in sorted({blob for _, blob in pathmap.files.values()}):
+        try:
+            blobs[blob_id] = store.read(blob_id)
+        except vfs.BlobNotFound:
+            continue
+    return blobs
+
+
+def fresh_notebook(saved: Notebook, runs: list[dict[str, Any]], status: dict[str, Any]) -> dict[str, Any]:
+    """The saved notebook's cells (nbformat 4.4) with the fresh outputs of the code cells that ran."""
+    fresh_runs = iter(runs)
+    cells = []
+    for cell in saved.cells:
+        raw: dict[str, Any] = {"cell_type": cell.cell_type, "metadata": cell.metadata, "source": cell.source}
+        if cell.attachments:
+            raw["attachments"] = cell.attachments
+        if cell.cell_type == "code":
+            run = next(fresh_runs, {"execution_count": None, "outputs": []})
+            raw["execution_count"] = run["execution_count"]
+            raw["outputs"] = run["outputs"]
+        cells.append(raw)
+    metadata = {**saved.metadata, "cellar_rerender": status}
+    return {"cells": cells, "metadata": metadata, "nbformat": 4, "nbformat_minor": 4}
+
+
+def dump_notebook(notebook: dict[str, Any]) -> bytes:
+    """nbformat's own layout (indent 1, sorted keys), so that equal runs give equal bytes."""
+    return (json.dumps(notebook, indent=1, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def notebook_cwd(relative: str) -> str:
+    """The logical folder a notebook starts in: its own, with the archive root as `/`."""
+    parent = Path(relative).parent.as_posix()
+    return "/" if parent == "." else f"/{parent}"
+
+
+def reason_key(reason: str) -> str:
+    """A stale reason without the cell number, so that the same cause counts once per notebook."""
+    if reason.startswith("requirement "):
+        return reason.split(" (", 1)[0]  # one line per missing requirement, whatever each cell raised
+    return re.sub(r"^cell \d+: ", "", reason)[:160]
+
+
+class Worker:
+    """One Pyodide worker: a PyodideHost with the environment loaded and the sandbox prepared."""
+
+    def __init__(self, runtime: Path, wheels: list[str], packages: list[str]) -> None:
+        self.args = (runtime, wheels, packages)
+        self.start_seconds = 0.0
+        self.host = self._start()
+
+    def _start(self) -> PyodideHost:
+        started = time.perf_counter()
+        runtime, wheels, packages = self.args
+        host = PyodideHost(runtime, wheels=wheels, packages=packages)
+        host.run("import cellar.sandbox as sandbox; sandbox.prepare()")
+        self.start_seconds += time.perf_counter() - started
+        return host
+
+    def run(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """The sandbox's result; a worker that does not answer in time is replaced, and the run stopped."""
+        code = f"import cellar.sandbox as sandbox; sandbox.run_request({json.dumps(request)!r})"
+        try:
+            return json.loads(self.host.run(code, timeout=timeout))
+        except TimeoutError:
+            self.host = self._start()  # run() closed the stuck process
+            return {"cells": [], "stopped": f"the worker did not answer within {timeout:g} s "
+                    "(stopped and restarted)", "seconds": timeout}
+        except PyodideError as error:
+            last = str(error).strip().splitlines()[-1:] or ["unknown error"]
+            return {"cells": [], "stopped": f"the sandbox failed: {last[0]}", "seconds": 0.0}
+
+    def close(self) -> None:
+        self.host.close()
+
+
+def site_runtime(site: Path) -> tuple[Path, list[str]]:
+    """The runtime folder and the wheels (cellar first) of a built site."""
+    manifest_path = site / "build.json"
+    if not manifest_path.is_file():
+        raise FileNotFoundError(f"{site}: not a built site (no build.json): run `python3 build.py site`")
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    return site / "pyodide", [str(site / wheel) for wheel in manifest["wheels"]]
+
+
+def _progress(done: int, total: int, counts: Counter, started: float) -> None:
+    width = 30
+    filled = width * done // max(total, 1)
+    tally = " ".join(f"{status} {counts[status]}" for status in ("clean", "drifted", "stale"))
+    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} notebooks  "
+                     f"{tally}  {time.monotonic() - started:.0f} s")
+    sys.stderr.flush()
+
+
+def rerender(
+    archive: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    workers: int = 1,
+    site: str | os.PathLike[str] = "site",
+    cache: str | os.PathLike[str] = DEFAULT_CACHE,
+    progress: Callable[[int, int, Counter, float], None] | None = _progress,
+) -> dict[str, Any]:
+    """Re-render every notebook of `archive` into `out` and write `out/report.json`; return the report."""
+    archive, out = Path(archive), Path(out)
+    if archive.resolve() == out.resolve():
+        raise ValueError(f"{out}: the output must not be the archive itself")
+    started = time.monotonic()
+    settings = Settings.load(archive)
+    sanitizers = compare.compile_sanitizers(settings.sanitizers)
+    pathmap_file = archive / vfs.PATHMAP_FILE
+    pathmap = vfs.load_pathmap(pathmap_file) if pathmap_file.is_file() else vfs.PathMap.from_dict(
+        {"format": vfs.FORMAT, "files": {}})
+    blobs = {blob_id: base64.b64encode(data).decode("ascii")
+             for blob_id, data in load_blobs(archive, pathmap).items()}
+    requirements_file = archive / "requirements.txt"
+    requirements = environment.read_requirements(requirements_file) if requirements_file.is_file() else []
+    runtime, site_wheels = site_runtime(Path(site))
+    env = environment.resolve_environment(requirements, runtime, cache)
+
+    jobs: queue.Queue[Path] = queue.Queue()
+    paths = find_notebooks(archive, skip=out)
+    for path in paths:
+        jobs.put(path)
+    entries: dict[str, dict[str, Any]] = {}
+    counts: Counter = Counter()
+    lock = threading.Lock()
+    worker_starts: list[float] = []
+
+    def record(entry: dict[str, Any]) -> None:
+        with lock:
+            entries[entry["path"]] = entry
+            counts[entry["status"]] += 1
+            if progress:
+                progress(len(entries), len(paths), counts, started)
+
+    failures: list[BaseException] = []
+
+    def work() -> None:
+        worker: Worker | None = None
+        try:
+            while not failures:
+                try:
+                    path = jobs.get_nowait()
+                except queue.Empty:
+                    return
+                relative = path.relative_to(archive).as_posix()
+                try:
+                    saved = read_notebook(path.read_bytes(), relative)
+                except NotebookError as error:
+                    record({"path": relative, "status": "stale", "reason": f"unreadable: {error.problem}",
+                            "seconds": 0.0, "cells": []})
+                    continue
+                sources = [cell.source for cell in saved.cells if cell.cell_type == "code"]
+                blocked = environment.blocking_requirement(sources, env)
+                if blocked:
+                    result = {"cells": [], "stopped": blocked, "seconds": 0.0}
+                else:
+                    if worker is None:
+                        worker = Worker(runtime, site_wheels + [wheel.path for wheel in env.wheels],
+                                        env.packages)
+                    request = {"cells": sources, "pathmap": pathmap.data, "blobs": blobs,
+                               "cwd": notebook_cwd(relative),
+                               "limits": settings.limits()}
+                    result = worker.run(request, settings.notebook_timeout + HOST_MARGIN)
+                record(_finish(saved, result, out / relative, sanitizers, env))
+        except BaseException as error:  # a worker that cannot start stops the pool, and is raised below
+            failures.append(error)
+        finally:
+            if worker is not None:
+                with lock:
+                    worker_starts.append(worker.start_seconds)
+                worker.close()
+
+    threads = [threading.Thread(target=work, daemon=True) for _ in range(max(1, workers))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if failures:
+        raise failures[0]
+    if progress:
+        sys.stderr.write("\n")
+    report = _report(archive, env, [entries[path.relative_to(archive).as_posix()] for path in paths],
+                     worker_starts, time.monotonic() - started, workers)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / REPORT_FILE).write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return report
+
+
+def _finish(saved: Notebook, result: dict[str, Any], target: Path,
+            sanitizers: tuple[tuple[re.Pattern[str], str], ...], env: environment.Environment) -> dict[str, Any]:
+    """Compare a run with the saved notebook, write the fresh notebook, and return the report entry."""
+    draft = fresh_notebook(saved, result["cells"], {})
+    fresh = read_notebook(dump_notebook(draft), saved.path)
+    comparison = compare.compare_notebooks(saved, fresh, sanitizers, stopped=result["stopped"])
+    reason = comparison.reason and environment.attribute_failure(comparison.reason, env)
+    status = {"status": comparison.status, "reason": reason}
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(dump_notebook(fresh_notebook(saved, result["cells"], status)))
+    return {**comparison.to_dict(), "reason": reason, "seconds": round(result["seconds"], 3)}
+
+
+def _report(archive: Path, env: environment.Environment, entries: list[dict[str, Any]],
+            worker_starts: list[float], seconds: float, workers: int) -> dict[str, Any]:
+    counts = Counter(entry["status"] for entry in entries)
+    reasons = Counter(reason_key(entry["reason"]) for entry in entries if entry["status"] == "stale")
+    return {
+        "archive": str(archive),
+        "environment": env.to_dict(),
+        "counts": {status: counts.get(status, 0) for status in ("clean", "drifted", "stale")},
+        "top_reasons": [{"reason": reason, "notebooks": n} for reason, n in reasons.most_common(10)],
+        "timings": {"total_seconds": round(seconds, 2), "workers": workers,
+                    "worker_start_seconds": [round(value, 2) for value in sorted(worker_starts)]},
+        "notebooks": entries,
+    }
+
+
+def summary(report: dict[str, Any]) -> str:
+    """The report as a short table: counts per status, the top stale reasons, the time taken."""
+    total = sum(report["counts"].values())
+    lines = [f"{'status':<10}{'notebooks':>10}"]
+    lines += [f"{status:<10}{n:>10}" for status, n in report["counts"].items()]
+    lines.append(f"{'total':<10}{total:>10}")
+    if report["top_reasons"]:
+        lines.append("\ntop stale reasons:")
+        lines += [f"{item['notebooks']:>4}  {item['reason']}" for item in report["top_reasons"]]
+    for name, reason in report["environment"]["unavailable"].items():
+        lines.append(f"\nunavailable requirement {name}: {reason}")
+    timings = report["timings"]
+    lines.append(f"\n{total} notebooks in {timings['total_seconds']} s with {timings['workers']} "
+                 f"worker(s); worker start {timings['worker_start_seconds']} s")
+    return "\n".join(lines)

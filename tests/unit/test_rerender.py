@@ -1,0 +1,84 @@
+"""`cellar rerender` and the environment it resolves: the demo archive comes out as designed."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cellar import environment
+from cellar.cli import main
+from cellar.rerender import find_notebooks, notebook_cwd, reason_key
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = ROOT / "demo" / "archive"
+
+
+def test_requirements_are_read_with_hashes_and_bad_lines_named(tmp_path):
+    good = tmp_path / "requirements.txt"
+    good.write_text("# pinned\nNumPy==2.0.2\npython_ternary==1.0.8 --hash=sha256:" + "a" * 64 + "\n\nCoolProp\n")
+    assert [(r.name, r.version, len(r.hashes)) for r in environment.read_requirements(good)] == [
+        ("numpy", "2.0.2", 0), ("python-ternary", "1.0.8", 1), ("coolprop", None, 0)]
+    bad = tmp_path / "bad.txt"
+    bad.write_text("numpy==2.0.2\n-e ../src\n")
+    with pytest.raises(environment.RequirementsError, match=r"bad.txt:2: not a requirement"):
+        environment.read_requirements(bad)
+
+
+def test_requirements_resolve_to_runtime_builds_cached_wheels_or_a_reason(site, tmp_path):
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    wheel = next((site / "wheels").glob("snowballstemmer-*.whl"))
+    shutil.copy(wheel, cache)
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text(f"numpy==2.0.2\npandas\nscipy==1.0.0\nsnowballstemmer==3.1.1 --hash=sha256:{digest}\n")
+    env = environment.resolve_environment(environment.read_requirements(requirements), site / "pyodide", cache)
+    assert env.packages == ["ipython", "matplotlib", "numpy", "pandas"]
+    assert [(w.name, w.sha256) for w in env.wheels] == [("snowballstemmer", digest)]
+    assert env.unavailable == {"scipy": "pinned 1.0.0, but the Pyodide runtime ships 1.14.1"}
+    requirements.write_text(f"snowballstemmer==3.1.1 --hash=sha256:{'0' * 64}\n")
+    env = environment.resolve_environment(environment.read_requirements(requirements), site / "pyodide", cache)
+    assert "which the requirement's --hash values do not list" in env.unavailable["snowballstemmer"]
+
+
+def test_notebooks_importing_an_unavailable_requirement_are_blocked_with_the_reason():
+    env = environment.Environment(unavailable={"coolprop": "no WebAssembly build: ..."})
+    assert environment.blocking_requirement(["%matplotlib inline\nfrom CoolProp.CoolProp import PropsSI"], env) == (
+        "requirement coolprop: no WebAssembly build: ...")
+    assert environment.blocking_requirement(["import numpy as np\n!pip install CoolProp"], env) is None
+    # a library that imports it itself is caught when the run fails
+    assert environment.attribute_failure("cell 3: ValueError: CoolProp is not installed", env) == (
+        "requirement coolprop: no WebAssembly build: ... (cell 3: ValueError: CoolProp is not installed)")
+    assert environment.attribute_failure("cell 3: NameError: name 'x' is not defined", env) == (
+        "cell 3: NameError: name 'x' is not defined")
+
+
+def test_paths_and_reasons():
+    assert notebook_cwd("2017/17-042 Ballast/b.ipynb") == "/2017/17-042 Ballast" and notebook_cwd("a.ipynb") == "/"
+    assert reason_key("cell 12: NameError: name 'x' is not defined") == "NameError: name 'x' is not defined"
+    assert reason_key("requirement coolprop: no build (cell 3: ValueError: x)") == "requirement coolprop: no build"
+
+
+def test_rerender_the_demo_archive_gives_the_designed_statuses(site, tmp_path, capsys):
+    if not DEMO.is_dir():
+        pytest.skip(f"{DEMO} not found: the demo archive is written by demo/make_archive.py")
+    notebooks = find_notebooks(DEMO)
+    before = {path: path.read_bytes() for path in DEMO.rglob("*") if path.is_file()}
+    out = tmp_path / "fresh"
+    assert main(["rerender", str(DEMO), "--out", str(out), "--site", str(site)]) == 0
+    assert {path: path.read_bytes() for path in DEMO.rglob("*") if path.is_file()} == before
+    report = json.loads((out / "report.json").read_text())
+    designed = {path.relative_to(DEMO).as_posix(): json.loads(path.read_text())["metadata"]["cellar"]["designed_status"]
+                for path in notebooks}
+    assert {entry["path"]: entry["status"] for entry in report["notebooks"]} == designed
+    stale = next(entry for entry in report["notebooks"] if entry["status"] == "stale")
+    assert "diepgangen_22031.csv" in stale["reason"] and "path map" in stale["reason"]
+    for path, status in designed.items():
+        fresh = json.loads((out / path).read_text())
+        assert fresh["metadata"]["cellar_rerender"]["status"] == status
+    table = capsys.readouterr().out
+    assert "clean" in table and "top stale reasons" in table
