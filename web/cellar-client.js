@@ -11,6 +11,8 @@
 //                                    and rejects with error.stopped = true, and error.partial =
 //                                    the answer if Python still gave one) and files to place in
 //                                    Python's file system first ({path: url})
+//   cellar.prefetch(files)        -> start downloading files ({path: url}) now, while Python boots;
+//                                    a later callWith({files}) naming them waits for them only
 //   await cellar.revision(text)   -> SHA-256 hex computed by cellar.provenance in Python
 //
 // Stopping: where the page is cross-origin isolated, the worker shares an interrupt buffer and
@@ -110,6 +112,7 @@ export function startCellar(workerUrl = new URL("./worker.js", import.meta.url))
     onRestart: (listener) => listeners.restart.push(listener),
     call: (module, name, ...args) => callWith({}, module, name, ...args),
     callWith,
+    prefetch: (files) => worker.postMessage({ type: "prefetch", files }),
     revision: (text) => callWith({}, "cellar.provenance", "revision", text),
   };
 }

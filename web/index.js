@@ -1,38 +1,73 @@
+// The search page: a query box and filters; results per notebook with kind badges, highlighted
+// terms, tables drawn as tables and citations that open the viewer at the cited cell; refusals
+// with their reason and the closest thing found. Python boots in a worker meanwhile: a question
+// typed during the boot runs as soon as the index is open.
+//
+// window.cellar.search(query, options) -> the answer contract (for tests and embedding).
+
 import { startCellar } from "./cellar-client.js";
+import { searchClient } from "./search-client.js";
+import { registerOffline } from "./offline.js";
+import { renderMarkdown } from "./bundles/notebook.js";
 
 const STAGES = {
   runtime: "Loading the Python runtime",
   packages: "Loading NumPy",
   cellar: "Installing cellar",
+  index: "Opening the index",
   ready: "Ready",
 };
+// Share of the progress bar at the start of each stage, and a stage's usual length (ms) on a
+// modest laptop: the bar creeps towards the next stage, so it moves without pretending to know.
+const PROGRESS = { runtime: [0, 3000], packages: [45, 2000], cellar: [70, 1500], index: [88, 800], ready: [100, 1] };
+const KINDS = ["markdown", "code", "table", "scalar", "stream", "plot", "error", "text"];
+const DEBOUNCE_MS = 200;
+const QUOTE_LIMIT = 900;
 
 const cellar = (window.cellar = startCellar());
+const client = searchClient(cellar);
+cellar.search = client.search;
 const $ = (id) => document.getElementById(id);
 const seconds = (ms) => `${(ms / 1000).toFixed(1)} s`;
 const opened = performance.now();
 
-// The boot panel: one line per stage, the running one with its elapsed time ticking.
+function element(tag, properties = {}, ...children) {
+  const node = Object.assign(document.createElement(tag), properties);
+  node.append(...children.filter((child) => child !== null && child !== undefined));
+  return node;
+}
+
+// --- boot progress --------------------------------------------------------------------------
+
 let current = null;
-cellar.onStage(({ stage, t }) => {
-  if (current) current.querySelector(".time").textContent = seconds(t - current.dataset.t);
-  const item = document.createElement("li");
-  item.dataset.t = t;
-  item.innerHTML = `<span class="name"></span> <span class="time"></span>`;
-  item.querySelector(".name").textContent = STAGES[stage] ?? stage;
+function enterStage(stage, t) {
+  if (current) current.item.querySelector(".time").textContent = seconds(t - current.t);
+  const item = element("li", {}, element("span", { className: "name", textContent: STAGES[stage] ?? stage }), " ",
+    element("span", { className: "time" }));
   $("stages").append(item);
-  current = stage === "ready" ? null : item;
-});
-const ticker = setInterval(() => {
-  const since = seconds(performance.now() - opened);
-  $("boot-status").textContent = current
-    ? `${current.querySelector(".name").textContent}… ${since}` : `Loading… ${since}`;
-}, 200);
+  current = stage === "ready" ? null : { stage, item, t, since: performance.now() };
+  drawProgress();
+}
+
+function drawProgress() {
+  if (!current) {
+    $("boot-progress").value = 100;
+    return;
+  }
+  const [start, typical] = PROGRESS[current.stage] ?? [0, 1000];
+  const next = Object.values(PROGRESS).map(([share]) => share).find((share) => share > start) ?? 100;
+  const percent = start + (next - start) * (1 - Math.exp(-(performance.now() - current.since) / typical));
+  $("boot-progress").value = Math.floor(percent);
+  $("boot-status").textContent =
+    `${current.item.querySelector(".name").textContent}… ${Math.floor(percent)} % (${seconds(performance.now() - opened)})`;
+}
+
+cellar.onStage(({ stage, t }) => { if (stage !== "ready") enterStage(stage, t); });
+const ticker = setInterval(drawProgress, 200);
 
 cellar.ready.then(
   ({ python, cellar: version, timeline }) => {
-    clearInterval(ticker);
-    $("boot-status").textContent = `Python is ready.`;
+    enterStage("index", timeline.at(-1).t);
     $("python-version").textContent = python;
     $("cellar-version").textContent = version;
     $("ready-after").textContent = seconds(timeline.at(-1).t);
@@ -40,21 +75,252 @@ cellar.ready.then(
     $("revision-tool").hidden = false;
     document.body.dataset.ready = "true";
   },
-  (error) => {
-    clearInterval(ticker);
-    $("boot-status").textContent = `Python could not start: ${error.message}`;
-    $("boot").classList.add("failed");
-  },
+  (error) => failed(`Python could not start: ${error.message}`),
 );
 
-// Revisions are computed as the user types; only the latest answer is shown.
+function failed(message) {
+  clearInterval(ticker);
+  $("boot-status").textContent = message;
+  $("boot").classList.add("failed");
+  $("results-count").textContent = message;
+}
+
+client.open().then(
+  (facts) => {
+    enterStage("ready", performance.now() - opened);
+    clearInterval(ticker);
+    $("boot-status").textContent = `Ready: ${facts.notebooks} notebooks, ${facts.chunks} passages.`;
+    $("boot").hidden = true;
+    $("index-facts").textContent = `${facts.notebooks} notebooks, ${facts.chunks} passages, model ${facts.model}`;
+    for (const kind of KINDS) {
+      const box = $(`kind-${kind}`);
+      box.closest(".choice").hidden = !facts.kinds[kind];
+      box.nextElementSibling.textContent = `${kind} (${facts.kinds[kind] ?? 0})`;
+    }
+    document.body.dataset.searchReady = "true";
+    if (!$("query").value.trim()) keepOffline();  // else after the first result, not competing with it
+  },
+  (error) => { if (document.body.dataset.ready) failed(`The index could not be opened: ${error.message}`); },
+);
+
+// --- filters, from the shard's notebooks table -----------------------------------------------
+
+$("kinds").append(...KINDS.map((kind) => element("div", { className: "choice" },
+  element("input", { type: "checkbox", id: `kind-${kind}`, value: kind }),
+  element("label", { htmlFor: `kind-${kind}`, textContent: kind }))));
+
+client.manifest.then((manifest) => {
+  const metas = manifest.notebooks.map((entry) => entry.meta ?? {});
+  const years = metas.map((meta) => meta.year).filter(Number.isInteger);
+  for (const id of ["year-from", "year-to"]) {
+    const input = $(id);
+    input.closest(".filter").hidden = !years.length;
+    if (years.length) Object.assign(input, { min: Math.min(...years), max: Math.max(...years) });
+  }
+  $("year-from").placeholder = years.length ? String(Math.min(...years)) : "";
+  $("year-to").placeholder = years.length ? String(Math.max(...years)) : "";
+  const projects = new Map();
+  manifest.notebooks.forEach((entry) => {
+    const project = entry.meta?.project;
+    if (project) projects.set(project, [...(projects.get(project) ?? []), entry.title]);
+  });
+  $("project").closest(".filter").hidden = !projects.size;
+  $("project").append(...[...projects.keys()].sort().map((project) => element("option", {
+    value: project, textContent: `${project} (${projects.get(project)[0]})`,
+  })));
+  const wanted = new URLSearchParams(location.search).get("project");
+  if (wanted && projects.has(wanted)) $("project").value = wanted;
+}, (error) => failed(`The index could not be read: ${error.message}`));
+
+function options() {
+  const year = (id) => ($(id).value.trim() === "" ? null : Number($(id).value));
+  return {
+    k: 3,
+    year_from: year("year-from"),
+    year_to: year("year-to"),
+    project: $("project").value || null,
+    kinds: KINDS.filter((kind) => $(`kind-${kind}`).checked),
+    include_deprecated: $("include-deprecated").checked,
+  };
+}
+
+// --- searching: the latest question wins ------------------------------------------------------
+
 let latest = 0;
-$("revision-input").addEventListener("input", async (event) => {
+let debounce = null;
+
+async function run() {
+  clearTimeout(debounce);
+  const query = $("query").value.trim();
   const request = ++latest;
+  const url = new URL(location.href);
+  if (query) url.searchParams.set("q", query); else url.searchParams.delete("q");
+  history.replaceState(null, "", url);
+  if (!query) {
+    $("results-count").textContent = "";
+    $("refusal").replaceChildren();
+    $("notebooks").replaceChildren();
+    return;
+  }
+  $("results").setAttribute("aria-busy", "true");
+  if (!document.body.dataset.searchReady) {
+    $("results-count").textContent = `Searching for “${query}” as soon as Python is ready…`;
+  }
+  try {
+    const answer = await client.search(query, options());
+    if (request !== latest) return;
+    draw(answer);
+    if (!document.body.dataset.firstResult) {
+      document.body.dataset.firstResult = String(Math.round(performance.now()));
+      keepOffline();
+    }
+  } catch (error) {
+    if (request !== latest) return;
+    $("results-count").textContent = `The search failed: ${error.message}`;
+  } finally {
+    if (request === latest) $("results").removeAttribute("aria-busy");
+  }
+}
+
+$("search-form").addEventListener("submit", (event) => { event.preventDefault(); run(); });
+$("query").addEventListener("input", () => { clearTimeout(debounce); debounce = setTimeout(run, DEBOUNCE_MS); });
+$("filters").addEventListener("change", () => run());
+$("clear-filters").addEventListener("click", () => {
+  for (const id of ["year-from", "year-to", "project"]) $(id).value = "";
+  $("filters").querySelectorAll("input[type=checkbox]").forEach((box) => { box.checked = false; });
+  run();
+});
+
+const initial = new URLSearchParams(location.search).get("q");
+if (initial) {
+  $("query").value = initial;
+  run();
+}
+
+// --- drawing an answer -----------------------------------------------------------------------
+
+function draw(answer) {
+  const shown = answer.notebooks;
+  const ms = answer.timings_ms?.total;
+  $("results-count").textContent = answer.refused
+    ? `No answer for “${answer.query}”.`
+    : `${shown.length} notebook${shown.length === 1 ? "" : "s"} for “${answer.query}”${ms ? ` (${Math.round(ms)} ms)` : ""}.`;
+  $("refusal").replaceChildren(...(answer.refused ? [refusal(answer)] : []));
+  $("notebooks").replaceChildren(...shown.map((notebook, rank) => element("li", {}, notebookCard(notebook, rank + 1))));
+  document.body.dataset.answered = answer.query;
+}
+
+function refusal(answer) {
+  const closest = answer.closest?.[0];
+  return element("div", { className: "panel refusal", role: "note" },
+    element("h3", { textContent: "Not in the archive, as far as Cellar can tell" }),
+    element("p", { className: "reason", textContent: answer.refusal_reason }),
+    closest ? element("div", { className: "closest" },
+      element("h4", { textContent: "The closest thing found" }),
+      notebookCard({ ...closest, hits: closest.hits.slice(0, 1) }, null)) : null);
+}
+
+function notebookCard(notebook, rank) {
+  const meta = notebook.meta ?? {};
+  const id = `nb-${rank ?? "closest"}`;
+  const facts = [
+    meta.project && `project ${meta.project}`,
+    meta.year && `year ${meta.year}`,
+    meta.author && meta.author,
+  ].filter(Boolean).join(" · ");
+  const badges = element("span", { className: "statuses" },
+    element("span", { className: `status status-${notebook.status}`, textContent: notebook.status }),
+    meta.deprecated ? element("span", { className: "status status-deprecated", textContent: "deprecated" }) : null);
+  const first = notebook.hits[0];
+  return element("article", { className: "notebook" },
+    element("h3", { id },
+      rank ? element("span", { className: "rank", textContent: `${rank}. ` }) : null,
+      element("a", { href: viewerUrl(notebook, first), textContent: notebook.title || notebook.path })),
+    element("p", { className: "path" }, element("code", { textContent: notebook.path })),
+    element("p", { className: "meta" }, facts ? `${facts} · ` : "", badges),
+    notebook.warning ? element("p", { className: "warning", role: "note", textContent: notebook.warning }) : null,
+    element("ol", { className: "hits", ariaLabel: `Passages of ${notebook.title || notebook.path}` },
+      ...notebook.hits.map((hit) => element("li", { className: `hit kind-${hit.kind}` }, hitBody(notebook, hit)))),
+    notebook.neighbourhood.length ? neighbourhood(notebook) : null);
+}
+
+function hitBody(notebook, hit) {
+  const body = element("div");
+  body.append(element("p", { className: "hit-head" }, badge(hit.kind), " ", citation(notebook, hit)));
+  if (hit.kind === "table" && hit.table) body.append(table(hit.table));
+  else body.append(quote(hit.quote, hit.marks ?? []));
+  return body;
+}
+
+const badge = (kind) => element("span", { className: `badge badge-${kind}`, textContent: kind });
+
+function citation(notebook, hit) {
+  const where = `cell ${hit.cell}${hit.output !== null ? `, output ${hit.output}` : ""}`;
+  const link = element("a", { className: "cite", href: viewerUrl(notebook, hit) },
+    element("cite", {}, `${notebook.path}, ${where}, revision `, element("code", { textContent: notebook.revision.slice(0, 7) })));
+  link.setAttribute("aria-label", `Open ${notebook.path} at ${where} (revision ${notebook.revision.slice(0, 7)}) in the viewer`);
+  return link;
+}
+
+function viewerUrl(notebook, hit) {
+  const params = new URLSearchParams({ path: notebook.path, rev: notebook.revision });
+  if (hit && hit.cell !== null) params.set("cell", hit.cell);
+  if (hit && hit.output !== null && hit.output !== undefined) params.set("output", hit.output);
+  return `viewer.html?${params}`;
+}
+
+// The text with each [start, end) of `marks` in a <mark>; long text is cut after QUOTE_LIMIT.
+function highlighted(text, marks) {
+  const limit = Math.min(text.length, QUOTE_LIMIT);
+  const parts = [];
+  let at = 0;
+  for (const [start, end] of marks) {
+    if (start >= limit) break;
+    parts.push(text.slice(at, start), element("mark", { textContent: text.slice(start, Math.min(end, limit)) }));
+    at = Math.min(end, limit);
+  }
+  parts.push(text.slice(at, limit), limit < text.length ? element("span", { className: "muted", textContent: " …" }) : null);
+  return parts.filter((part) => part !== "" && part !== null);
+}
+
+const quote = (text, marks) => element("pre", { className: "quote" }, ...highlighted(text, marks));
+
+// A table chunk's text: the expression that made it, a Markdown table, a summary sentence.
+function table(text) {
+  const lines = text.split("\n");
+  const rows = lines.filter((line) => line.startsWith("|"));
+  const rest = lines.filter((line) => !line.startsWith("|") && line.trim());
+  const wrap = element("div", { className: "table-wrap" });
+  wrap.innerHTML = renderMarkdown(rows.join("\n"));
+  return element("figure", { className: "table-hit" }, wrap,
+    rest.length ? element("figcaption", { textContent: rest.join(" ") }) : null);
+}
+
+function neighbourhood(notebook) {
+  return element("details", { className: "neighbourhood" },
+    element("summary", { textContent: "Context: the heading above, the cell and the next two cells" }),
+    element("ol", {}, ...notebook.neighbourhood.map((entry) => element("li", {},
+      element("p", { className: "hit-head" }, badge(entry.kind), " ",
+        element("a", { href: viewerUrl(notebook, entry), textContent: `cell ${entry.cell}${entry.output !== undefined ? `, output ${entry.output}` : ""}` })),
+      quote(entry.text, entry.marks ?? [])))));
+}
+
+// --- about: offline copy and the revision tool ----------------------------------------------
+
+let kept = null;
+function keepOffline() {
+  kept ??= registerOffline().then(
+    () => { $("offline-status").textContent = "This site is kept for offline use: it works without a network from now on."; },
+    (error) => { $("offline-status").textContent = `Offline use is not available: ${error.message}`; });
+}
+
+let latestRevision = 0;
+$("revision-input").addEventListener("input", async (event) => {
+  const request = ++latestRevision;
   try {
     const value = await cellar.revision(event.target.value);
-    if (request === latest) $("revision-output").textContent = value;
+    if (request === latestRevision) $("revision-output").textContent = value;
   } catch (error) {
-    if (request === latest) $("revision-output").textContent = `error: ${error.message}`;
+    if (request === latestRevision) $("revision-output").textContent = `error: ${error.message}`;
   }
 });

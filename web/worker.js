@@ -1,5 +1,5 @@
 // The Python side of every Cellar page: a module Web Worker that boots Pyodide, installs the
-// cellar wheel with micropip and then answers calls into `cellar.*` modules. The page's thread
+// cellar wheel and then answers calls into `cellar.*` modules. The page's thread
 // never runs Python, so it never freezes.
 //
 // Messages to the page:   {type: "stage", stage, t}          boot progress (t: ms since start)
@@ -11,6 +11,8 @@
 //                         {type: "call", id, module, name, args, files?}
 //                         files: {path in Python's file system: URL}, fetched once per worker
 //                         before the call (e.g. a model that a function loads from disk)
+//                         {type: "prefetch", files}  the same files, downloaded now (while the
+//                                                   runtime boots) and written once it is up
 
 import { loadPyodide } from "./pyodide/pyodide.mjs";
 
@@ -40,13 +42,13 @@ async function boot() {
   const build = await (await fetch(new URL("./build.json", import.meta.url))).json();
   const pyodide = await loadPyodide({ indexURL: new URL("./pyodide/", import.meta.url).href });
   stage("packages");
-  await pyodide.loadPackage(["micropip", "numpy"], { messageCallback: () => {} });
+  await pyodide.loadPackage(["numpy"], { messageCallback: () => {} });
   stage("cellar");
-  const micropip = pyodide.pyimport("micropip");
-  // One call with every local wheel and deps=False: micropip would look a missing dependency
-  // up online, and the site must work offline.
+  // The local wheels by URL: loadPackage installs them as they are, resolving nothing, so the
+  // site works offline, and without loading micropip (half a second of the boot). A feature
+  // that needs micropip loads it itself.
   const wheels = build.wheels.map((path) => new URL(`./${path}`, import.meta.url).href);
-  await micropip.install.callKwargs(wheels, { deps: false });
+  await pyodide.loadPackage(wheels, { messageCallback: () => {} });
   pyodide.runPython(BRIDGE);
   const versions = pyodide.runPython(
     "import sys, cellar; (sys.version.split()[0], cellar.__version__)").toJs();
@@ -61,17 +63,21 @@ booting.then(
 
 let interrupts = null;
 
-// Files land in Python's (in-memory) file system the first time a call needs them.
+// Files land in Python's (in-memory) file system the first time a call needs them. The download
+// does not wait for the runtime: a page that names its files early (prefetch) overlaps the two.
 const fetched = new Map();
-function provide(pyodide, files) {
+function provide(files) {
   return Promise.all(Object.entries(files).map(([path, url]) => {
     if (!fetched.has(path)) {
-      fetched.set(path, (async () => {
+      const download = (async () => {
         const response = await fetch(new URL(url, self.location.href));
         if (!response.ok) throw new Error(`${url}: ${response.status} ${response.statusText}`);
+        return new Uint8Array(await response.arrayBuffer());
+      })();
+      fetched.set(path, Promise.all([download, booting]).then(([bytes, { pyodide }]) => {
         pyodide.FS.mkdirTree(path.slice(0, path.lastIndexOf("/")) || "/");
-        pyodide.FS.writeFile(path, new Uint8Array(await response.arrayBuffer()));
-      })());
+        pyodide.FS.writeFile(path, bytes);
+      }));
       fetched.get(path).catch(() => fetched.delete(path));  // a later call may try again
     }
     return fetched.get(path);
@@ -84,10 +90,14 @@ onmessage = async ({ data }) => {
     booting.then(({ pyodide }) => pyodide.setInterruptBuffer(interrupts), () => {});
     return;
   }
+  if (data.type === "prefetch") {
+    provide(data.files).catch(() => {});  // a call that needs them reports the failure
+    return;
+  }
   if (data.type !== "call") return;
   try {
     const { pyodide } = await booting;
-    if (data.files) await provide(pyodide, data.files);
+    if (data.files) await provide(data.files);
     // A stop request that came after the last call had already finished must not hit this one.
     if (interrupts) interrupts[0] = 0;
     const call = pyodide.globals.get("cellar_call");

@@ -1,0 +1,211 @@
+"""The search page in headless Chromium: time to first result, bytes fetched before it, and
+search latency in the page, on the demo shard and on the shard of ../shared/corpus.
+
+    .venv/bin/python benchmarks/search_page.py [--rounds 3] [--corpus ../shared/corpus]
+
+Time to first result: the page opened with ?q=<question>, until its answer is drawn (page clock,
+from navigation start), cold (a fresh browser context: empty HTTP cache, no service worker) and
+warm: two reloads in the same context once the service worker has cached the site (the first
+from its cache; by the second Chromium has also cached the compiled WebAssembly). The reference
+is a bare page that only loads Pyodide and numpy in a worker (benchmarks/pages), measured in the
+same run, interleaved; the ratio says what search adds on top of the runtime itself.
+
+Bytes: what the server sent (response bodies) for requests that started before the first result
+was drawn, in the cold run. Latency: every gold question through window.cellar.search in a warm
+page, measured in the page (round trips to the worker and fragment fetches included), once with
+fragments still to fetch and once more with them in place. Needs a built site (build.py site);
+the corpus shard is written into a temporary site that shares everything else with site/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from http.server import ThreadingHTTPServer
+from pathlib import Path
+
+from playwright.sync_api import sync_playwright
+
+from cellar.site_server import SiteRequestHandler
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+TIMEOUT_MS = 180_000
+
+
+class CountingHandler(SiteRequestHandler):
+    """The site's handler, noting when each response body started and how many bytes it had."""
+
+    def copyfile(self, source, outputfile) -> None:  # noqa: ANN001 - stdlib signature
+        started = time.time() * 1000
+        data = source.read()
+        outputfile.write(data)
+        with self.server.lock:  # type: ignore[attr-defined]
+            self.server.sent.append((started, len(data), self.path))  # type: ignore[attr-defined]
+
+
+def serve(root: Path) -> ThreadingHTTPServer:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(CountingHandler, directory=str(root)))
+    server.daemon_threads, server.verbose = True, False
+    server.lock, server.sent = threading.Lock(), []
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def first_result(page, url: str) -> tuple[float, float]:
+    """(ms from navigation start to the drawn answer, the same moment as epoch ms)."""
+    page.goto(url)
+    page.wait_for_function("document.body.dataset.firstResult", timeout=TIMEOUT_MS)
+    at = float(page.evaluate("document.body.dataset.firstResult"))
+    return at, page.evaluate("performance.timeOrigin") + at
+
+
+def cellar_round(browser, server, query: str) -> dict:
+    url = f"http://127.0.0.1:{server.server_port}/?q={query}"
+    context = browser.new_context()
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    server.sent.clear()
+    cold, at = first_result(page, url)
+    sent = sum(size for started, size, _ in server.sent if started <= at)
+    page.evaluate("() => navigator.serviceWorker.ready")  # the offline copy, made after the first result
+    page.wait_for_function("navigator.serviceWorker.controller !== null")
+    reload1, _ = first_result(page, url)
+    reload2, _ = first_result(page, url)
+    context.close()
+    return {"cold": cold, "reload 1": reload1, "reload 2": reload2, "bytes": sent}
+
+
+def bare_round(browser, server) -> dict:
+    context = browser.new_context()
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    times = {}
+    for temperature in ("cold", "reload 1", "reload 2"):
+        page.goto(f"http://127.0.0.1:{server.server_port}/bare.html")
+        times[temperature] = page.evaluate("() => window.bare.then(() => performance.now())")
+    context.close()
+    return times
+
+
+def latencies(browser, server, queries: list[str]) -> dict:
+    context = browser.new_context()
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(f"http://127.0.0.1:{server.server_port}/")
+    page.wait_for_function("document.body.dataset.searchReady === 'true'", timeout=TIMEOUT_MS)
+    passes = page.evaluate("""async (queries) => {
+        const passes = [];
+        for (let pass = 0; pass < 2; pass++) {
+            const page = [], python = [];
+            for (const query of queries) {
+                const start = performance.now();
+                const answer = await window.cellar.search(query, {k: 5});
+                page.push(performance.now() - start);
+                python.push(answer.timings_ms.total);
+            }
+            passes.push({page, python});
+        }
+        return passes;
+    }""", queries)
+    context.close()
+    return {name: passes[i] for i, name in enumerate(("first", "repeat"))}
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
+
+
+def gold_queries(path: Path) -> list[str]:
+    return [json.loads(line)["query"] for line in path.read_text().splitlines() if line.strip()]
+
+
+def corpus_site(site: Path, corpus: Path, gold: Path | None, into: Path) -> Path:
+    """A site that is site/ but for the shard (of `corpus`) and the archive (the corpus itself)."""
+    calibrate = ["--calibrate", str(gold)] if gold else []
+    subprocess.run([str(ROOT / ".venv/bin/cellar"), "index", str(corpus), "--out", str(into / "shard"),
+                    "--model", str(ROOT / "models/minilm-l6-static-256"), *calibrate],
+                   check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if not (into / "shard/manifest.json").is_file():
+        raise SystemExit(f"cellar index {corpus} wrote no shard")
+    for entry in site.iterdir():
+        if entry.name not in ("shard", "archive"):
+            (into / entry.name).symlink_to(entry)
+    (into / "archive").symlink_to(corpus)
+    return into
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--corpus", type=Path, default=ROOT.parent / "shared" / "corpus")
+    parser.add_argument("--chromium", default="/usr/bin/chromium")
+    args = parser.parse_args()
+    site = ROOT / "site"
+    if not (site / "build.json").exists():
+        print("build the site first: python3 build.py site", file=sys.stderr)
+        return 1
+    demo_gold = ROOT / "demo" / "gold.jsonl"
+    corpus_gold = args.corpus.parent / "gold" / "dev.jsonl"
+    with tempfile.TemporaryDirectory() as bare_root, tempfile.TemporaryDirectory() as corpus_root:
+        for name in ("bare.html", "bare-worker.js"):
+            (Path(bare_root) / name).write_bytes((ROOT / "benchmarks/pages" / name).read_bytes())
+        (Path(bare_root) / "pyodide").symlink_to(site / "pyodide")
+        sites = {"demo": (site, json.loads(demo_gold.read_text().splitlines()[0])["query"], gold_queries(demo_gold))}
+        if args.corpus.is_dir():
+            gold = corpus_gold if corpus_gold.is_file() else None
+            queries = gold_queries(gold) if gold else ["friction factor of a pipe"]
+            sites["corpus"] = (corpus_site(site, args.corpus, gold, Path(corpus_root)), queries[0], queries)
+        else:
+            print(f"{args.corpus} not found: the corpus shard is left out", file=sys.stderr)
+        servers = {name: serve(root) for name, (root, _, _) in sites.items()}
+        bare_server = serve(Path(bare_root))
+        runs = {name: [] for name in [*sites, "bare"]}
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=args.chromium, args=CHROMIUM_ARGS)
+            for _ in range(args.rounds):  # interleaved, so drift on the machine hits all alike
+                for name, (_, query, _) in sites.items():
+                    runs[name].append(cellar_round(browser, servers[name], query))
+                runs["bare"].append(bare_round(browser, bare_server))
+            latency = {name: latencies(browser, servers[name], queries) for name, (_, _, queries) in sites.items()}
+            browser.close()
+        for server in [*servers.values(), bare_server]:
+            server.shutdown()
+            server.server_close()
+
+    def median(name: str, key: str) -> float:
+        return statistics.median(run[key] for run in runs[name])
+
+    print(f"Time to first result, median of {args.rounds} rounds (s from navigation start)")
+    columns = ("cold", "reload 1", "reload 2")
+    print(f"{'':8} " + " ".join(f"{c:>9}" for c in columns) + f" {'cold/bare':>10} {'warm/bare':>10} {'MB before':>10}")
+    print(f"{'bare':8} " + " ".join(f"{median('bare', c) / 1000:9.2f}" for c in columns))
+    for name, (_, query, _) in sites.items():
+        print(f"{name:8} " + " ".join(f"{median(name, c) / 1000:9.2f}" for c in columns)
+              + f" {median(name, 'cold') / median('bare', 'cold'):9.2f}x"
+              f" {median(name, 'reload 2') / median('bare', 'reload 2'):9.2f}x {median(name, 'bytes') / 1e6:10.2f}")
+    print("warm: the second reload; MB: sent by the server before the first result, cold")
+    print("questions: " + "; ".join(f"{name} {query!r}" for name, (_, query, _) in sites.items()))
+    print("\nSearch latency in the page (ms; window.cellar.search, k=5; python = timings_ms.total)")
+    print(f"{'':8} {'queries':>7} {'pass':>7} {'p50':>7} {'p95':>7} {'python p50':>11} {'python p95':>11}")
+    for name, passes in latency.items():
+        for pass_name, values in passes.items():
+            print(f"{name:8} {len(values['page']):7} {pass_name:>7} {percentile(values['page'], .5):7.1f} "
+                  f"{percentile(values['page'], .95):7.1f} {percentile(values['python'], .5):11.1f} "
+                  f"{percentile(values['python'], .95):11.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

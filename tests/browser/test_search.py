@@ -1,0 +1,190 @@
+"""The search page and the viewer in headless Chromium: Python in a worker searches the demo
+shard, answers as CPython does, cites cells that the viewer opens, refuses what the archive does
+not hold, filters, speaks Dutch, and keeps working with the server gone."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+from playwright.sync_api import expect
+
+from cellar.embedding import StaticModel
+from cellar.search import Filters, Searcher
+from cellar.shard import open_shard
+from cellar.site_server import serve_in_background
+
+from tests.browser.conftest import BOOT_TIMEOUT_MS, SCREENSHOTS
+
+ROOT = Path(__file__).resolve().parents[2]
+BALLAST = "ballast tank volumes for the 2017 vessel"
+BALLAST_NOTEBOOK = "2017/17-042 Ballast/ballast_tanks_17042.ipynb"
+OUT_OF_SCOPE = [json.loads(line)["query"] for line in (ROOT / "demo/gold.jsonl").read_text().splitlines()
+                if line.strip() and json.loads(line)["kind"] == "out_of_scope"]
+MODEL_FILES = ("model.json", "embeddings.npy", "scales.npy", "vocab.txt")
+
+
+def answered(page, query: str) -> None:
+    page.wait_for_function("q => document.body.dataset.answered === q", arg=query, timeout=BOOT_TIMEOUT_MS)
+
+
+def first_paths(page) -> list[str]:
+    return page.locator("#notebooks .notebook .path").all_inner_texts()
+
+
+@pytest.fixture(scope="module")
+def cpython_searcher(site) -> Searcher:
+    build = json.loads((site / "build.json").read_text())
+    model_dir = site / build["model"]
+    model = StaticModel.from_files({name: (model_dir / name).read_bytes() for name in MODEL_FILES})
+    shard = open_shard(site / build["shard"], model)
+    return Searcher(shard.index, model, shard.fragment)
+
+
+def test_a_question_typed_while_python_boots_finds_the_table_and_its_citation_opens_the_viewer(page, site_url, screenshot):
+    page.goto(site_url)
+    # Typed at once, long before Python is ready: it runs as soon as the index is open.
+    page.get_by_label("Search the archive").fill(BALLAST)
+    expect(page.locator("#results-count")).to_contain_text("as soon as Python is ready")
+    expect(page.locator("#boot-progress")).to_be_visible()
+    answered(page, BALLAST)
+    expect(page.locator("#results-count")).to_contain_text("3 notebooks")
+    assert first_paths(page)[0] == BALLAST_NOTEBOOK
+    best = page.locator("#notebooks > li").first
+    expect(best.locator(".status")).to_have_text("clean")
+    expect(best.locator(".hit mark").first).to_be_visible()
+    table_hit = best.locator(".hit.kind-table").first
+    expect(table_hit.locator(".badge")).to_have_text("table")
+    expect(table_hit.locator("table th").first).to_contain_text("tank")
+    expect(table_hit.locator("table")).to_contain_text("412.1")
+    neighbourhood = best.locator("details.neighbourhood")
+    neighbourhood.locator("summary").click()
+    expect(neighbourhood.locator("li").first).to_be_visible()
+    screenshot("search-ballast")
+
+    link = table_hit.locator("a.cite")
+    query = parse_qs(urlparse(link.get_attribute("href")).query)
+    assert query["path"] == [BALLAST_NOTEBOOK]
+    cell = int(query["cell"][0])
+    link.click()
+    page.wait_for_function("document.body.dataset.rendered === 'true'", timeout=BOOT_TIMEOUT_MS)
+    cited = page.locator(f"#cell-{cell}")
+    expect(cited).to_have_class("cell cell-code cited")
+    expect(cited).to_be_focused()
+    expect(cited).to_be_in_viewport()
+    expect(cited.locator(".output.cited table")).to_contain_text("412.10")
+    expect(page.locator(".cited")).to_have_count(2)  # the cell and its cited output, nothing else
+    expect(page.locator("#revision-check")).to_have_text("This is the revision the search result cited.")
+    expect(page.locator("#revision-full")).to_have_text(query["rev"][0])
+    expect(page.locator("#facts")).to_contain_text("17-042")
+    # Markdown is rendered and code highlighted by the bundled libraries, not shown as source.
+    expect(page.locator(".cell-markdown h1").first).to_be_visible()
+    expect(page.locator(".cell-code .hljs-string").first).to_be_visible()
+    screenshot("viewer-cited-cell")
+
+
+def test_the_page_answers_as_cpython_refuses_filters_and_speaks_dutch(page, site_url, screenshot, cpython_searcher):
+    page.goto(site_url)
+    page.wait_for_function("document.body.dataset.searchReady === 'true'", timeout=BOOT_TIMEOUT_MS)
+
+    # The API answers what CPython answers over the same shard (timings and page extras aside).
+    def strip(items: list[dict]) -> list[dict]:
+        return [{k: v for k, v in item.items() if k not in ("marks", "table")} for item in items]
+
+    def contract(answer: dict) -> dict:
+        notebooks = [{**nb, "hits": strip(nb["hits"]), "neighbourhood": strip(nb["neighbourhood"])}
+                     for nb in answer["notebooks"]]
+        return {**{k: v for k, v in answer.items() if k not in ("timings_ms", "closest")}, "notebooks": notebooks}
+
+    in_page = page.evaluate("q => window.cellar.search(q, {k: 3})", BALLAST)
+    assert contract(in_page) == contract(cpython_searcher.search(BALLAST, k=3))
+    filtered = page.evaluate("q => window.cellar.search(q, {kinds: ['table'], year_to: 2020})", BALLAST)
+    assert contract(filtered) == contract(cpython_searcher.search(BALLAST, k=3, filters=Filters(kinds=("table",), year_to=2020)))
+
+    # Out of scope: refused with a reason, and the closest thing found is shown.
+    box = page.get_by_label("Search the archive")
+    box.fill("what is the salary of the CEO")
+    box.press("Enter")
+    answered(page, "what is the salary of the CEO")
+    expect(page.locator("#results-count")).to_have_text("No answer for “what is the salary of the CEO”.")
+    expect(page.locator("#refusal .reason")).to_contain_text("no cell or output mentions salari, ceo")
+    expect(page.locator("#refusal .closest .notebook")).to_have_count(1)
+    expect(page.locator("#notebooks > li")).to_have_count(0)
+    screenshot("search-refused")
+    for question in OUT_OF_SCOPE:
+        answer = page.evaluate("q => window.cellar.search(q)", question)
+        assert answer["refused"] and answer["refusal_reason"].startswith("looked for"), question
+
+    # Filters change the results: a year range drops the 2024 notebook, a kind keeps only its
+    # passages, a project keeps only its notebook.
+    box.fill("ballast water tanks")
+    box.press("Enter")
+    answered(page, "ballast water tanks")
+    assert "2024/24-007 Ballastwater/ballastwater_behandeling_24007.ipynb" in first_paths(page)
+    page.get_by_label("Year to").fill("2019")
+    page.get_by_label("Year to").press("Enter")
+    expect(page.locator("#notebooks .notebook .path", has_text="24-007")).to_have_count(0)
+    years = page.locator("#notebooks .notebook .meta").all_inner_texts()
+    assert len(years) == 3 and all(int(text.split("year ")[1][:4]) <= 2019 for text in years)
+    page.get_by_role("button", name="Clear filters").click()
+    expect(page.locator("#notebooks .notebook .path", has_text="24-007")).to_have_count(1)
+    page.get_by_label("code (49)").check()
+    expect(page.locator("#notebooks .notebook").first.locator(".badge").first).to_have_text("code")
+    assert set(page.locator("#notebooks .hits .badge").all_inner_texts()) == {"code"}
+    page.get_by_label("code (49)").uncheck()
+    box.fill("ballasttanks inhoud")
+    box.press("Enter")
+    answered(page, "ballasttanks inhoud")
+    assert len(first_paths(page)) == 3
+    page.get_by_label("Project").select_option("24-007")
+    expect(page.locator("#notebooks .notebook")).to_have_count(1)
+    expect(page.locator("#notebooks .notebook .path")).to_have_text("2024/24-007 Ballastwater/ballastwater_behandeling_24007.ipynb")
+    screenshot("search-filtered")
+    page.get_by_role("button", name="Clear filters").click()
+
+    # A Dutch question, typed with the keyboard alone.
+    dutch = "Waar staat de GZ-kromme van het vrachtschip uit 2016?"
+    box.fill("")
+    box.focus()
+    page.keyboard.type(dutch)
+    page.keyboard.press("Enter")
+    answered(page, dutch)
+    assert first_paths(page)[0] == "2016/16-008 Stabiliteit/gz_kromme_16008.ipynb"
+    expect(page.locator("#results-count")).to_have_attribute("aria-live", "polite")
+    screenshot("search-dutch")
+
+
+def test_after_the_first_visit_search_and_viewer_work_with_the_server_stopped(browser, site):
+    server = serve_in_background(site)  # its own server (and origin): this test stops it
+    url = f"http://127.0.0.1:{server.server_port}/"
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(BOOT_TIMEOUT_MS)
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    try:
+        page.goto(f"{url}?q={BALLAST}")
+        answered(page, BALLAST)
+        page.evaluate("() => navigator.serviceWorker.ready")
+        page.wait_for_function("navigator.serviceWorker.controller !== null")
+        expect(page.locator("#offline-status")).to_contain_text("offline use")
+    finally:
+        server.shutdown()
+        server.server_close()
+    page.reload()
+    answered(page, BALLAST)
+    assert first_paths(page)[0] == BALLAST_NOTEBOOK
+    box = page.get_by_label("Search the archive")
+    box.fill("GZ-kromme vrachtschip")
+    box.press("Enter")
+    answered(page, "GZ-kromme vrachtschip")
+    assert first_paths(page)[0] == "2016/16-008 Stabiliteit/gz_kromme_16008.ipynb"
+    page.locator("#notebooks .hit.kind-plot a.cite").first.click()
+    page.wait_for_function("document.body.dataset.rendered === 'true'")
+    expect(page.locator(".cell.cited .output img")).to_be_visible()
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "viewer-offline.png"))
+    context.close()
+    assert not errors, f"uncaught errors in the page: {errors}"

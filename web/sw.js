@@ -1,0 +1,124 @@
+// The offline copy of the site: a service worker that keeps what a search and the viewer need.
+//
+// Registered by offline.js as sw.js?build=<hash of build.json>: a rebuilt site with another
+// build.json registers a new version, whose install fills a new cache and whose activation
+// drops the old ones.
+//
+// Install caches the pages, the Pyodide runtime and the packages the worker loads, the wheels,
+// the model, the whole shard (fragments too, so any question can be answered offline) and the
+// archive's notebooks (for the viewer). It runs after the first result, so it never competes
+// with it.
+//
+// Fetching: the runtime under pyodide/ is pinned by its version (in build.json) and comes from
+// the cache first. Everything else goes to the network first, so a rebuilt wheel, shard or page
+// shows at once (the dev server asks for revalidation on every request), and falls back to the
+// cache when the network fails: offline, or the server stopped.
+
+const VERSION = new URL(self.location.href).searchParams.get("build") ?? "unversioned";
+const CACHE = `cellar-${VERSION}`;
+const SITE = new URL("./", self.location.href);
+const RUNTIME = new URL("pyodide/", SITE).pathname;
+// The packages worker.js loads before the wheels; their dependencies come from the lock.
+const BOOT_PACKAGES = ["numpy"];
+const PYODIDE_FILES = ["pyodide.mjs", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json"];
+const PAGES = [
+  "./", "index.html", "index.js", "viewer.html", "viewer.js", "search-client.js", "offline.js",
+  "cellar-client.js", "worker.js", "ui.js", "style.css", "build.json", "bundles/notebook.js",
+];
+// What inference reads of the model (as search-client.js).
+const MODEL_FILES = ["model.json", "embeddings.npy", "scales.npy", "vocab.txt"];
+
+async function json(path) {
+  const response = await fetch(new URL(path, SITE), { cache: "no-cache" });
+  if (!response.ok) throw new Error(`${path}: ${response.status} ${response.statusText}`);
+  return response.json();
+}
+
+// A path in the archive as a URL path: each segment encoded (as the viewer encodes it).
+function archiveUrl(folder, path) {
+  return folder + path.split("/").map(encodeURIComponent).join("/");
+}
+
+async function siteFiles() {
+  const build = await json("build.json");
+  const lock = await json("pyodide/pyodide-lock.json");
+  const packages = new Set();
+  const add = (name) => {
+    if (packages.has(name)) return;
+    packages.add(name);
+    lock.packages[name].depends.forEach(add);
+  };
+  BOOT_PACKAGES.forEach(add);
+  const manifest = await json(`${build.shard}manifest.json`);
+  return {
+    needed: [
+      ...PAGES,
+      ...PYODIDE_FILES.map((name) => `pyodide/${name}`),
+      ...[...packages].map((name) => `pyodide/${lock.packages[name].file_name}`),
+      ...build.wheels,
+      ...MODEL_FILES.map((name) => build.model + name),
+      `${build.shard}manifest.json`,
+      ...Object.keys(manifest.files).map((name) => build.shard + name),
+    ],
+    notebooks: manifest.notebooks.map((entry) => archiveUrl(build.archive, entry.path)),
+  };
+}
+
+self.addEventListener("install", (event) => {
+  self.skipWaiting();
+  event.waitUntil((async () => {
+    const cache = await caches.open(CACHE);
+    const { needed, notebooks } = await siteFiles();
+    await cache.addAll(needed.map((path) => new URL(path, SITE)));
+    // A notebook missing from the archive leaves the viewer without it, not the site without search.
+    await Promise.all(notebooks.map((path) => cache.add(new URL(path, SITE)).catch(() => {})));
+  })());
+});
+
+self.addEventListener("activate", (event) => {
+  event.waitUntil((async () => {
+    const names = await caches.keys();
+    await Promise.all(names.filter((name) => name.startsWith("cellar-") && name !== CACHE).map((name) => caches.delete(name)));
+    await self.clients.claim();
+  })());
+});
+
+self.addEventListener("fetch", (event) => {
+  const { request } = event;
+  const url = new URL(request.url);
+  if (request.method !== "GET" || url.origin !== self.location.origin) return;
+  event.respondWith(url.pathname.startsWith(RUNTIME) ? cacheFirst(request) : networkFirst(event));
+});
+
+async function cacheFirst(request) {
+  const cache = await caches.open(CACHE);
+  const cached = await cache.match(request);
+  if (cached) return cached;
+  const response = await fetch(request);
+  if (response.status === 200) await cache.put(request, response.clone());
+  return response;
+}
+
+async function networkFirst(event) {
+  const { request } = event;
+  const cache = await caches.open(CACHE);
+  let response;
+  try {
+    response = await fetch(request);
+  } catch (error) {
+    // Pages are cached without their query (viewer.html?path=... is viewer.html).
+    const cached = await cache.match(request, { ignoreSearch: request.mode === "navigate" });
+    if (cached) return cached;
+    throw error;
+  }
+  if (response.status === 200) event.waitUntil(remember(cache, request, response.clone()));
+  return response;
+}
+
+// Keep a fresh copy, but write a large file (the model, the runtime) only when it changed.
+async function remember(cache, request, response) {
+  const cached = await cache.match(request);
+  const same = (name) => cached.headers.get(name) !== null && cached.headers.get(name) === response.headers.get(name);
+  if (cached && same("last-modified") && same("content-length")) return;
+  await cache.put(request, response);
+}
