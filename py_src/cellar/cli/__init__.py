@@ -12,9 +12,9 @@ import sys
 from collections.abc import Sequence
 
 from cellar import __version__
-from cellar.cli import blobs, chunk, eval, index, lesson, model, rerender, revision, search, serve
+from cellar.cli import blobs, chunk, evaluate, index, lesson, model, rerender, revision, search, serve
 
-COMMANDS = (revision, serve, blobs, lesson, model, chunk, index, search, eval, rerender)
+COMMANDS = (revision, serve, blobs, lesson, model, chunk, index, search, evaluate, rerender)
 
 
 def build_parser() -> argparse.ArgumentParser:
