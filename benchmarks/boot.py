@@ -12,18 +12,14 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 
+from chromium import CHROMIUM_ARGS, bare_site
 from playwright.sync_api import sync_playwright
 
 from cellar.site_server import serve_in_background
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]
 STAGES = ("runtime", "packages", "cellar", "ready")
 
 
@@ -62,11 +58,8 @@ def main() -> int:
     if not (site / "build.json").exists():
         print("build the site first: python3 build.py site", file=sys.stderr)
         return 1
-    with tempfile.TemporaryDirectory() as bare_root:
+    with bare_site(site) as bare_root:
         # The bare page uses the site's own runtime files.
-        for name in ("bare.html", "bare-worker.js"):
-            (Path(bare_root) / name).write_bytes((ROOT / "benchmarks/pages" / name).read_bytes())
-        (Path(bare_root) / "pyodide").symlink_to(site / "pyodide")
         cellar_server, bare_server = serve_in_background(site), serve_in_background(bare_root)
         cellar_url = f"http://127.0.0.1:{cellar_server.server_port}/"
         bare_url = f"http://127.0.0.1:{bare_server.server_port}/bare.html"

@@ -15,19 +15,15 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
+from chromium import CHROMIUM_ARGS, bare_site
 from playwright.sync_api import sync_playwright
 
 from cellar.site_server import serve_in_background
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]
 SOLUTION = (ROOT / "lessons/01-passages/solution.py").read_text(encoding="utf-8")
 
 
@@ -63,10 +59,7 @@ def main() -> int:
         print("build the site first: python3 build.py site", file=sys.stderr)
         return 1
     runs: dict[str, list] = {"lesson cold": [], "lesson warm": [], "bare cold": [], "bare warm": []}
-    with tempfile.TemporaryDirectory() as bare_root:
-        for name in ("bare.html", "bare-worker.js"):
-            (Path(bare_root) / name).write_bytes((ROOT / "benchmarks/pages" / name).read_bytes())
-        (Path(bare_root) / "pyodide").symlink_to(site / "pyodide")
+    with bare_site(site) as bare_root:
         lesson_server, bare_server = serve_in_background(site), serve_in_background(bare_root)
         lesson_url = f"http://127.0.0.1:{lesson_server.server_port}/lesson.html?lesson=01-passages"
         bare_url = f"http://127.0.0.1:{bare_server.server_port}/bare.html"

@@ -31,15 +31,12 @@ import time
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 
+from chromium import CHROMIUM_ARGS, bare_site
 from playwright.sync_api import sync_playwright
 
 from cellar.site_server import SiteRequestHandler
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]
 TIMEOUT_MS = 180_000
 
 
@@ -158,10 +155,7 @@ def main() -> int:
         return 1
     demo_gold = ROOT / "demo" / "gold.jsonl"
     corpus_gold = args.corpus.parent / "gold" / "dev.jsonl"
-    with tempfile.TemporaryDirectory() as bare_root, tempfile.TemporaryDirectory() as corpus_root:
-        for name in ("bare.html", "bare-worker.js"):
-            (Path(bare_root) / name).write_bytes((ROOT / "benchmarks/pages" / name).read_bytes())
-        (Path(bare_root) / "pyodide").symlink_to(site / "pyodide")
+    with bare_site(site) as bare_root, tempfile.TemporaryDirectory() as corpus_root:
         sites = {"demo": (site, json.loads(demo_gold.read_text().splitlines()[0])["query"], gold_queries(demo_gold))}
         if args.corpus.is_dir():
             gold = corpus_gold if corpus_gold.is_file() else None
