@@ -26,14 +26,16 @@ BM25 is a bag of words, so the order of the terms carries no meaning; their coun
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import re
+import sys
+import types
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from itertools import chain
 from typing import Any
-
-import snowballstemmer
 
 # One raw token: a number with thousands separators, a number with a decimal comma, or a run of word
 # characters joined by single dots or hyphens (identifiers, dotted names, codes, decimals, dates).
@@ -68,6 +70,8 @@ STOP_WORDS: dict[str, frozenset[str]] = {
     ),
 }
 LANGUAGES = tuple(STOP_WORDS)
+# snowballstemmer's modules, imported as submodules of this name (see _stemmer).
+_SNOWBALL = "cellar._snowball"
 
 
 @dataclass(frozen=True)
@@ -127,6 +131,28 @@ class _Memo(dict):
     def __missing__(self, key: str) -> Any:
         value = self[key] = self._fn(key)
         return value
+
+
+def _stemmer(language: str) -> Callable[[str], str]:
+    """The ``stemWord`` of snowballstemmer's stemmer for ``language``, imported alone.
+
+    ``import snowballstemmer`` imports all of the package's 36 stemmers, which costs a tab 0.4 to
+    0.9 s of its boot (Pyodide compiles every module it imports); the English and Dutch modules
+    alone cost about a seventh of that. So the package's own directory is mounted as the namespace
+    ``cellar._snowball`` without running its ``__init__``, and only ``<language>_stemmer`` is
+    imported from it: its relative imports (``.basestemmer``, ``.among``) resolve there. (This
+    also skips the ``__init__``'s switch to the C PyStemmer when that is installed, so CPython
+    stems exactly as Pyodide does.)"""
+    package = sys.modules.get(_SNOWBALL)
+    if package is None:
+        spec = importlib.util.find_spec("snowballstemmer")  # finds the package without importing it
+        if spec is None or not spec.submodule_search_locations:
+            raise ImportError("cellar.analysis needs the snowballstemmer package (pure Python)")
+        package = types.ModuleType(_SNOWBALL, "snowballstemmer's modules, without its __init__")
+        package.__path__ = list(spec.submodule_search_locations)
+        sys.modules[_SNOWBALL] = package
+    module = importlib.import_module(f"{_SNOWBALL}.{language}_stemmer")
+    return getattr(module, f"{language.capitalize()}Stemmer")().stemWord
 
 
 def _fold(text: str) -> str:
@@ -200,7 +226,7 @@ class Analyzer:
         self.settings = settings = settings or AnalyzerSettings()
         languages = settings.languages
         stop = frozenset().union(*(STOP_WORDS[lang] for lang in languages if settings.stopwords))
-        stemmers = {lang: snowballstemmer.stemmer(lang).stemWord for lang in languages if settings.stem}
+        stemmers = {lang: _stemmer(lang) for lang in languages if settings.stem}
         self._all = _Expansion(stop, list(stemmers.values()))
         # With several stemmers, a query in one language is stemmed by that language's alone, and
         # the stop words that belong to one language only are the evidence (see query_terms).

@@ -31,8 +31,14 @@ The query path runs in a browser worker, so it uses NumPy alone:
    other is a Dutch question whose similarity is below an out-of-scope Dutch one's. Letting
    the dense ranker move the notebook order, at any fixed weight or at a weight that grows
    when BM25's two best notebooks are close, gains no notebook on that set.)
+   The evidence is the best notebook's as a whole: filters choose which notebook is best and
+   which of its chunks are shown, never whether it answers (``Searcher._evidence``).
 5. the answer contract of DESIGN.md, with a neighbourhood per notebook: the heading above the
    best hit, its cell, the next two cells and their outputs.
+
+Steps 1-4 read the index's arrays alone; step 5 reads chunk records, one fragment per notebook
+shown. ``Searcher.search`` is ``answer(rank(...))``: a browser that fetches fragments on demand
+calls ``rank``, fetches the fragments its ``needs`` names in one round trip, then ``answer``.
 """
 
 from __future__ import annotations
@@ -65,6 +71,9 @@ NUMBER = re.compile(r"^\d+(?:[.,]\d+)?$")
 NUMBER_IN_TEXT = re.compile(r"\d+(?:[.,]\d+)*")
 VALUE_WORDS = {"value", "how", "much", "many", "result", "get", "got", "hoeveel", "hoe", "groot", "welke", "number"}
 MEANING_WORDS = {"mean", "means", "meaning", "define", "definition", "betekent", "betekenis", "what's"}
+# The notebook metadata that holds query terms as its text does, in the refusal test: the facts a
+# filter selects on (see Searcher._evidence).
+CATALOGUE_FIELDS = ("year", "project")
 
 
 @dataclass(frozen=True)
@@ -100,6 +109,30 @@ class Filters:
         return self.path_prefix is None or entry["path"].startswith(self.path_prefix)
 
 
+@dataclass(frozen=True)
+class Ranking:
+    """A search up to the verdict (``Searcher.rank``): what ``Searcher.answer`` turns into the
+    answer contract once the fragments of ``needs`` can be read.
+
+    ``notebooks``: the top notebooks as (notebook number, fused score, candidate chunks as
+    (row, score), best first); ``terms``: the query's distinct terms; ``evidence`` and
+    ``refused``: the refusal test's input and verdict; ``timings_ms``: the stages so far."""
+
+    query: str
+    mode: str
+    terms: tuple[str, ...]
+    notebooks: tuple[tuple[int, float, list[tuple[int, float]]], ...]
+    evidence: dict[str, Any]
+    refused: bool
+    timings_ms: dict[str, float]
+
+    @property
+    def needs(self) -> tuple[int, ...]:
+        """The notebooks whose chunk records the answer reads: those it shows, or for a refusal
+        the closest one, which its reason names."""
+        return tuple(n for n, _, _ in self.notebooks[: 1 if self.refused else None])
+
+
 class Searcher:
     """Searches one index with one model. ``fragment(n)`` gives notebook n's chunk records
     (a Shard's ``fragment``, or the index's own records when it holds them)."""
@@ -126,6 +159,13 @@ class Searcher:
 
     def search(self, query: str, k: int = 3, filters: Filters | None = None, mode: str = "hybrid") -> dict[str, Any]:
         """The answer contract for ``query``: up to ``k`` notebooks, or a refusal."""
+        return self.answer(self.rank(query, k, filters, mode))
+
+    def rank(self, query: str, k: int = 3, filters: Filters | None = None, mode: str = "hybrid") -> Ranking:
+        """The first phase of ``search``: the notebooks, their scores and candidate chunks, and
+        the refusal verdict, from the index's arrays alone (no chunk records are read). Its
+        ``needs`` names the notebooks whose fragments ``answer`` will read, so that a caller
+        that fetches fragments on demand can fetch them all at once."""
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; choose from {list(MODES)}")
         clock = _Clock()
@@ -133,37 +173,45 @@ class Searcher:
         terms = self.analyzer.query_terms(query)
         mask = self._mask(filters)
         clock.lap("analyse")
-        bm25 = dense = None
+        bm25 = cosine = dense = None
         candidates = []
         if mode != "dense":
             bm25 = np.where(mask, self.index.bm25.score(terms), 0.0)
             candidates.append(_top(bm25, DEPTH, floor=0.0))
         clock.lap("bm25")
         if mode != "bm25":
-            dense = np.where(mask, self.index.dense() @ self.model.encode([query])[0], -np.inf)
+            cosine = self.index.dense() @ self.model.encode([query])[0]
+            dense = np.where(mask, cosine, -np.inf)
             candidates.append(_top(dense, DEPTH, floor=-np.inf))
         clock.lap("dense")
         weight = {"bm25": 0.0, "dense": 1.0, "hybrid": DENSE_WEIGHT}[mode]
         rows = np.unique(np.concatenate(candidates)) if candidates else np.zeros(0, np.int64)
         ranked = self._rank(rows, bm25, dense, weight)
-        evidence = self._evidence(query, terms, ranked[0][0] if ranked else None, dense)
+        evidence = self._evidence(query, terms, ranked[0][0] if ranked else None, cosine)
         refused = self._refuse(evidence, ranked)
         clock.lap("fuse")
-        shown = [self._notebook(n, score, chunks) for n, score, chunks in ranked[:k]]
-        clock.lap("fragments")
+        return Ranking(query, mode, tuple(dict.fromkeys(terms)), tuple(ranked[:k]), evidence, refused, clock.laps)
+
+    def answer(self, ranking: Ranking) -> dict[str, Any]:
+        """The second phase of ``search``: the answer contract, reading the fragments of
+        ``ranking.needs`` (and no others)."""
+        start = time.perf_counter()
+        refused, evidence = ranking.refused, ranking.evidence
+        shown = [self._notebook(n, score, chunks) for n, score, chunks in ranking.notebooks if n in ranking.needs]
+        timings = {**ranking.timings_ms, "fragments": round((time.perf_counter() - start) * 1000, 3)}
         answer = {
-            "query": query,
+            "query": ranking.query,
             "refused": refused,
-            "refusal_reason": self._reason(query, evidence, shown) if refused else None,
+            "refusal_reason": self._reason(ranking.query, evidence, shown) if refused else None,
             "notebooks": [] if refused else shown,
-            "timings_ms": clock.timings(),
-            "mode": mode,
-            "terms": sorted(set(terms)),
+            "timings_ms": {**timings, "total": round(sum(timings.values()), 3)},
+            "mode": ranking.mode,
+            "terms": sorted(ranking.terms),
             "evidence": evidence,
             "warnings": [nb["warning"] for nb in shown if nb.get("warning") and not refused],
         }
         if refused:
-            answer["closest"] = shown[:1]
+            answer["closest"] = shown
         return answer
 
     def _mask(self, filters: Filters) -> np.ndarray:
@@ -212,29 +260,42 @@ class Searcher:
         ranked.sort(key=lambda item: (-item[1], item[0]))
         return ranked
 
-    def _evidence(self, query: str, terms: Sequence[str], best: int | None, dense: np.ndarray | None) -> dict[str, Any]:
+    def _evidence(self, query: str, terms: Sequence[str], best: int | None, cosine: np.ndarray | None) -> dict[str, Any]:
         """How much of the query the best notebook holds: the idf-weighted share of the query's
         terms (a term the corpus lacks weighs most), the same share over the terms the corpus
         knows (``known_coverage``, 0 when it knows none), the share of the numbers written in the
         query (``0,815`` is one number, found when any of its readings is), the terms it lacks,
         and, when the dense ranker ran, the best cosine of its chunks (``similarity``).
+
+        The evidence is the notebook's as a whole, whatever the filters: they choose which
+        notebook is best and which of its chunks are shown, not whether it answers. So every
+        chunk counts, whatever its kind (a table that answers a question is rarely as close in
+        meaning to it as the prose above it), and a term that the notebook's year or project
+        holds (the facts a filter selects on: ``2017``, ``17-042``) is held by the notebook even
+        when its text never repeats it. Such a term leaves the coverage, which weighs what the
+        text holds, unless the query has no other: the catalogue answers ``the 2017 vessel`` but
+        vouches for nothing else a question asks (``bonus 2024`` must not pass on its year).
         (Measured on the dev set: coverage by the top hits alone separates worse.)"""
         distinct = list(dict.fromkeys(terms))
         if best is None:
             return {"coverage": 0.0, "known_coverage": 0.0, "numbers": 0.0, "similarity": None, "missing": distinct}
         entry = self.index.notebooks[best]
+        meta = entry["meta"]
+        catalogue = {term for key in CATALOGUE_FIELDS if key in meta for term in self.analyzer.terms(str(meta[key]))}
         numbers = [self.analyzer.terms(number) for number in dict.fromkeys(NUMBER_IN_TEXT.findall(query))]
-        present = {term: self._in_notebook(term, entry) for term in {*distinct, *(t for n in numbers for t in n)}}
-        weights = [self._weight(term) for term in distinct]
-        known = [(w, t) for w, t in zip(weights, distinct) if t in self.index.bm25._columns]
-        found = [all_terms for all_terms in numbers if any(present[t] for t in all_terms)]
-        similarity = float(np.max(dense[entry["start"] : entry["end"]])) if dense is not None else None
+        in_text = {term: self._in_notebook(term, entry) for term in {*distinct, *(t for n in numbers for t in n)}}
+        held = {term: found or term in catalogue for term, found in in_text.items()}
+        judged = [term for term in distinct if in_text[term] or term not in catalogue] or distinct
+        weights = [self._weight(term) for term in judged]
+        known = [(w, t) for w, t in zip(weights, judged) if t in self.index.bm25._columns]
+        found = [all_terms for all_terms in numbers if any(held[t] for t in all_terms)]
+        similarity = float(np.max(cosine[entry["start"] : entry["end"]])) if cosine is not None else None
         return {
-            "coverage": _share(zip(weights, distinct), present),
-            "known_coverage": _share(known, present),
+            "coverage": _share(zip(weights, judged), held),
+            "known_coverage": _share(known, held),
             "numbers": round(len(found) / len(numbers), 4) if numbers else 1.0,
             "similarity": round(similarity, 4) if similarity is not None and np.isfinite(similarity) else None,
-            "missing": [term for term in distinct if not present[term]],
+            "missing": [term for term in distinct if not held[term]],
         }
 
     def _in_notebook(self, term: str, entry: Mapping[str, Any]) -> bool:
@@ -399,17 +460,16 @@ def _unknown_words_left_to_meaning(evidence: Mapping[str, Any]) -> bool:
 
 
 class _Clock:
+    """Milliseconds per stage: each ``lap`` times the stage since the previous one."""
+
     def __init__(self) -> None:
-        self.start = self.last = time.perf_counter()
+        self.last = time.perf_counter()
         self.laps: dict[str, float] = {}
 
     def lap(self, name: str) -> None:
         now = time.perf_counter()
         self.laps[name] = round((now - self.last) * 1000, 3)
         self.last = now
-
-    def timings(self) -> dict[str, float]:
-        return {**self.laps, "total": round((time.perf_counter() - self.start) * 1000, 3)}
 
 
 # -- scorecard and calibration ---------------------------------------------------------------

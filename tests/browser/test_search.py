@@ -102,6 +102,9 @@ def test_the_page_answers_as_cpython_refuses_filters_and_speaks_dutch(page, site
     assert contract(in_page) == contract(cpython_searcher.search(BALLAST, k=3))
     filtered = page.evaluate("q => window.cellar.search(q, {kinds: ['table'], year_to: 2020})", BALLAST)
     assert contract(filtered) == contract(cpython_searcher.search(BALLAST, k=3, filters=Filters(kinds=("table",), year_to=2020)))
+    # Only tables asked for: the ballast notebook still answers, with its tables.
+    assert not filtered["refused"] and filtered["notebooks"][0]["path"] == BALLAST_NOTEBOOK
+    assert {hit["kind"] for nb in filtered["notebooks"] for hit in nb["hits"]} == {"table"}
 
     # Out of scope: refused with a reason, and the closest thing found is shown.
     box = page.get_by_label("Search the archive")

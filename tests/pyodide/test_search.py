@@ -1,15 +1,18 @@
 """cellar.shard and cellar.search in Pyodide: a shard written into Pyodide's file system opens,
-and a search answers exactly what CPython answers (timings aside)."""
+a search answers exactly what CPython answers (timings aside), in one phase or two, and the page's
+search (cellar.web) asks for the fragments it lacks, then answers as CPython does."""
 
 from __future__ import annotations
 
 import base64
+import shutil
 from pathlib import Path
 
+from cellar import web
 from cellar.embedding import load_model
 from cellar.index import build_index
 from cellar.search import Filters, Searcher
-from cellar.shard import Shard, shard_files
+from cellar.shard import Shard, shard_files, write_shard
 
 MODEL = Path(__file__).resolve().parents[2] / "models" / "minilm-l6-static-256"
 TEXTS = {
@@ -18,6 +21,13 @@ TEXTS = {
     "b/mooring.ipynb": ["# Mooring", "tension = line_tension(load)", "most loaded line 412 kN"],
 }
 QUERIES = ["forepeak tank volume", "Waar staat de GZ-kromme?", "torsional vibration of the shaft", "412"]
+FILTERED = [(QUERIES[0], {"path_prefix": "b/", "mode": "bm25"}), (QUERIES[0], {"kinds": ["stream"]}),
+            ("GZ-kromme 2034", {"year_from": 2034, "year_to": 2034})]
+
+
+def _filters(options: dict) -> Filters:
+    return Filters(path_prefix=options.get("path_prefix"), kinds=tuple(options.get("kinds", ())),
+                   year_from=options.get("year_from"), year_to=options.get("year_to"))
 
 
 def _records() -> list[dict]:
@@ -52,7 +62,8 @@ def test_pyodide_search_equals_cpython(pyodide):
     shard = Shard(files.__getitem__)
     searcher = Searcher(shard.index, model, shard.fragment)
     expected = [_strip(searcher.search(q, k=3)) for q in QUERIES]
-    expected.append(_strip(searcher.search(QUERIES[0], k=3, filters=Filters(path_prefix="b/"), mode="bm25")))
+    expected += [_strip(searcher.search(q, k=3, filters=_filters(o), mode=o.get("mode", "hybrid"))) for q, o in FILTERED]
+    expected.append([list(searcher.rank(q, k=2).needs) for q in QUERIES])
     _write(pyodide, files, "/shard")
     _write(pyodide, {p.name: p.read_bytes() for p in MODEL.iterdir() if p.is_file()}, "/model")
     got = pyodide.run(f"""
@@ -65,8 +76,36 @@ shard = open_shard("/shard", model)
 searcher = Searcher(shard.index, model, shard.fragment)
 def strip(answer):
     return {{key: value for key, value in answer.items() if key != "timings_ms"}}
+def filters(o):
+    return Filters(path_prefix=o.get("path_prefix"), kinds=tuple(o.get("kinds", ())),
+                   year_from=o.get("year_from"), year_to=o.get("year_to"))
 answers = [strip(searcher.search(q, k=3)) for q in {QUERIES!r}]
-answers.append(strip(searcher.search({QUERIES[0]!r}, k=3, filters=Filters(path_prefix="b/"), mode="bm25")))
+answers += [strip(searcher.answer(searcher.rank(q, 3, filters(o), o.get("mode", "hybrid")))) for q, o in {FILTERED!r}]
+answers.append([list(searcher.rank(q, k=2).needs) for q in {QUERIES!r}])
 json.loads(json.dumps(answers))
 """)
     assert got == expected
+
+
+def test_pyodide_page_search_fetches_then_answers_as_cpython(pyodide, tmp_path):
+    """cellar.web.search over a shard without its fragments, in Pyodide and in CPython: the same
+    fragments asked for, then (with those written) the same answer, marks and tables included."""
+    model = load_model(MODEL)
+    index = build_index(_records(), model)
+    write_shard(index, tmp_path / "all")
+    shutil.copytree(tmp_path / "all", tmp_path / "shard", ignore=shutil.ignore_patterns("fragments"))
+    _write(pyodide, {p.name: p.read_bytes() for p in (tmp_path / "shard").iterdir() if p.is_file()}, "/pageshard")
+    _write(pyodide, {p.name: p.read_bytes() for p in MODEL.iterdir() if p.is_file()}, "/model")
+    (tmp_path / "shard" / "fragments").mkdir()
+    expected, got = [], []
+    for query, options in [(QUERIES[0], {"k": 2}), *FILTERED]:
+        call = f"from cellar import web\nanswer = web.search({query!r}, {options!r}, '/pageshard', '/model')\n"
+        for _ in range(2):  # the first round names the fragments it lacks, the second has them
+            expected.append(_strip(web.search(query, options, str(tmp_path / "shard"), str(MODEL))))
+            got.append(pyodide.run(f"{call}{{key: value for key, value in answer.items() if key != 'timings_ms'}}"))
+            names = expected[-1].get("fetch", [])
+            for name in names:
+                shutil.copy(tmp_path / "all" / name, tmp_path / "shard" / name)
+            _write(pyodide, {name: (tmp_path / "all" / name).read_bytes() for name in names}, "/pageshard")
+    assert got == expected
+    assert "fetch" in expected[0] and all("notebooks" in answer for answer in expected[1::2])

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import nbformat
 import pytest
@@ -80,6 +82,26 @@ def test_dutch_stemming_matches_inflections():
     assert shared("leidingen", "leiding") == {"leid"}
     assert shared("berekening", "berekenen") == {"berekeen"}
     assert shared("schakelaars", "schakelaar") == {"schakel", "schakelaar"}
+
+
+def test_stemmers_are_snowballstemmers_own_without_the_rest_of_the_package():
+    """The English and Dutch stemmers are snowballstemmer's, imported without the package's
+    ``__init__`` and its 34 other stemmers (half a second or more of a tab's boot): a fresh
+    interpreter that builds an Analyzer has imported two stemmer modules and not the package,
+    and they stem as the package's public API does."""
+    probe = (
+        "import sys\nfrom cellar.analysis import Analyzer\nAnalyzer()\n"
+        "print(sorted(m for m in sys.modules if 'stemmer' in m or 'snowball' in m))"
+    )
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == str(["cellar._snowball", "cellar._snowball.among", "cellar._snowball.basestemmer",
+                                  "cellar._snowball.dutch_stemmer", "cellar._snowball.english_stemmer"])
+    import snowballstemmer
+    from cellar.analysis import _stemmer
+
+    words = "pumps pumping pressures generalizations leidingen berekening schakelaars ballasttanks kortsluitstroom".split()
+    for language in ("english", "dutch"):
+        assert list(map(_stemmer(language), words)) == snowballstemmer.stemmer(language).stemWords(words)
 
 
 def test_chunks_carry_both_stems_and_queries_their_own_language():

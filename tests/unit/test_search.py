@@ -1,5 +1,6 @@
 """cellar.search: the answer contract, filters, deprecated and stale notebooks, grouping per
-notebook, refusal, and the dev-set targets of issue 4 on the shared corpus."""
+notebook, refusal (also under filters, on the demo archive), the two phases of a search, and the
+dev-set targets of issue 4 on the shared corpus."""
 
 from __future__ import annotations
 
@@ -9,11 +10,14 @@ from pathlib import Path
 import pytest
 
 from cellar.embedding import load_model
-from cellar.index import build_index, build_index_from_directory
+from cellar.index import KINDS, build_index, build_index_from_directory
 from cellar.search import DEFAULT_CALIBRATION, Filters, Searcher, calibrate, evaluate, read_gold, refuses
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = ROOT / "models" / "minilm-l6-static-256"
+DEMO = ROOT / "demo" / "archive"
+BALLAST = "ballast tank volumes for the 2017 vessel"
+BALLAST_NOTEBOOK = "2017/17-042 Ballast/ballast_tanks_17042.ipynb"
 FILLER = "the survey notes list general remarks about the yard schedule and the paint system of the hull"
 
 
@@ -169,6 +173,86 @@ def test_modes_differ(small):
     assert small.search(query, mode="bm25")["timings_ms"]["dense"] < small.search(query, mode="dense")["timings_ms"]["dense"]
     with pytest.raises(ValueError, match="unknown mode"):
         small.search(query, mode="magic")
+
+
+def test_rank_reads_no_fragment_and_names_those_the_answer_reads(small):
+    """The two phases of a search: ``rank`` works on the index's arrays alone and names in
+    ``needs`` the notebooks whose fragments ``answer`` reads (all it shows; for a refusal the
+    closest one); ``answer(rank(q))`` is ``search(q)``."""
+    read: list[int] = []
+
+    def fragment(n: int) -> list[dict]:
+        read.append(n)
+        return small.index.notebook_chunks(n)
+
+    searcher = Searcher(small.index, small.model, fragment)
+    for query, refused in (("forepeak ballast tank volume", False), ("torsional vibration of the propeller shaft line 17 Hz", True)):
+        ranking = searcher.rank(query, k=3)
+        assert read == [] and ranking.refused is refused
+        answer = searcher.answer(ranking)
+        shown = answer["closest"] if refused else answer["notebooks"]
+        assert [small.index.notebooks[n]["path"] for n in ranking.needs] == [nb["path"] for nb in shown]
+        assert sorted(set(read)) == sorted(ranking.needs) and len(ranking.needs) == (1 if refused else 3)
+        read.clear()
+        without_timings = [{key: value for key, value in a.items() if key != "timings_ms"} for a in (answer, small.search(query, k=3))]
+        assert without_timings[0] == without_timings[1]
+        assert set(answer["timings_ms"]) == {"analyse", "bm25", "dense", "fuse", "fragments", "total"}
+
+
+# -- filters and refusal on the demo archive -----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def demo(model):
+    """The demo archive indexed with the default refusal thresholds, as the site searches it."""
+    if not DEMO.is_dir():
+        pytest.skip(f"{DEMO} not found")
+    return Searcher(build_index_from_directory(DEMO, model).index, model)
+
+
+def test_a_kind_filter_shows_that_kind_but_judges_the_whole_notebook(demo):
+    """The ballast question with only tables asked for answers with the ballast table: its table
+    alone is far less close in meaning to the question than the notebook's prose (the best
+    cosine of its tables is below the calibrated minimum), but refusal judges the notebook, and
+    the filter chooses what is shown. Its evidence is that of the unfiltered search."""
+    unfiltered = demo.search(BALLAST, k=3)
+    tables = demo.search(BALLAST, k=3, filters=Filters(kinds=("table",)))
+    assert not tables["refused"] and paths(tables)[0] == BALLAST_NOTEBOOK
+    assert tables["evidence"] == unfiltered["evidence"]
+    hits = tables["notebooks"][0]["hits"]
+    assert {hit["kind"] for hit in hits} == {"table"} and any("412.1" in hit["quote"] for hit in hits)
+    entry = next(nb for nb in demo.index.notebooks if nb["path"] == BALLAST_NOTEBOOK)
+    rows = [row for row in range(entry["start"], entry["end"]) if KINDS[demo.index.chunk_kind[row]] == "table"]
+    table_cosine = float((demo.index.dense()[rows] @ demo.model.encode([BALLAST])[0]).max())
+    assert table_cosine < demo.calibration["min_similarity"] <= tables["evidence"]["similarity"]
+
+
+def test_a_year_the_notebook_is_filed_under_counts_as_held(demo):
+    """The weight estimate's text never writes its year, 2019, which its metadata holds: the
+    question naming that year is answered, with the year filter or without; a year the
+    notebook is not filed under is still missing, and the year vouches for nothing else."""
+    tug = "2019/19-022 Weights/weight_estimate_19022.ipynb"
+    n = next(n for n, nb in enumerate(demo.index.notebooks) if nb["path"] == tug)
+    assert demo.index.notebooks[n]["meta"]["year"] == 2019
+    assert not any("2019" in record["text"] for record in demo.fragment(n))
+    question = "lightship weight of the 2019 harbour tug"
+    for filters in (None, Filters(year_from=2019, year_to=2019)):
+        answer = demo.search(question, k=3, filters=filters)
+        assert not answer["refused"] and paths(answer)[0] == tug
+        assert answer["evidence"]["numbers"] == 1.0 and "2019" not in answer["evidence"]["missing"]
+    other_year = demo.search("lightship weight of the 2021 harbour tug", k=3)
+    assert other_year["refused"] and other_year["evidence"]["missing"] == ["2021"]
+    year_only = demo.search("ballast water 2024", k=3, filters=Filters(year_from=2024))
+    assert year_only["refused"] and year_only["evidence"]["coverage"] == 0.0
+
+
+@pytest.mark.parametrize("filters", [Filters(kinds=("table",)), Filters(kinds=("markdown",)), Filters(year_from=2017, year_to=2017),
+                                     Filters(project="18-015"), Filters(kinds=("code",), year_to=2020)])
+def test_out_of_scope_questions_are_refused_under_filters(demo, filters):
+    for question in ("torsional vibration analysis of the propeller shaft line", "what is the salary of the CEO",
+                     "Wat was het geluidsniveau in de hutten van de veerboot bij de proefvaart?"):
+        answer = demo.search(question, k=3, filters=filters)
+        assert answer["refused"], (question, filters, answer["evidence"])
 
 
 # -- the shared corpus and the dev gold set ------------------------------------------------------
