@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/rerender.py [--corpus ../shared/corpus] [--site site] [--skip-nbclient]
 
 On the 65 CalebBell fluids / thermo notebooks of the shared corpus, copied into a scratch archive
-with REQUIREMENTS below (pure wheels fetched once into the cellar wheel cache; CoolProp has no
+with REQUIREMENTS and SETTINGS below (pure wheels fetched once into the cellar wheel cache; CoolProp has no
 WebAssembly build, so the notebooks that import it come out stale with that reason), it measures,
 in one run:
 
@@ -21,6 +21,7 @@ for the nbclient side.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -31,7 +32,7 @@ from pathlib import Path
 
 from cellar import compare
 from cellar.notebook import read_notebook
-from cellar.rerender import find_notebooks, rerender, summary
+from cellar.rerender import CONFIG_FILE, find_notebooks, rerender, summary
 
 ROOT = Path(__file__).resolve().parent.parent
 REPOS = ("CalebBell__fluids", "CalebBell__thermo")
@@ -52,6 +53,13 @@ typing_extensions==4.16.0
 python-ternary==1.0.8
 coolprop==6.6.0
 """
+# One per-cell limit for both sides. "Performing Large Numbers of Calculations with Thermo in
+# Parallel" runs 900 flashes in each of five cells: joblib already falls back to its sequential
+# backend in Pyodide (no processes, no threads), and a flash costs about what it costs in CPython
+# on this machine, so on a loaded machine a cell takes over the sandbox's default 60 s. It gets
+# nbclient's limit here, no more, and a notebook limit that five such cells fit in.
+CELL_TIMEOUT = 120
+SETTINGS = {"cell_timeout": CELL_TIMEOUT, "notebook_timeout": 5 * CELL_TIMEOUT}
 
 
 def make_archive(corpus: Path, target: Path) -> list[Path]:
@@ -62,6 +70,7 @@ def make_archive(corpus: Path, target: Path) -> list[Path]:
             destination.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, destination)
     (target / "requirements.txt").write_text(REQUIREMENTS)
+    (target / CONFIG_FILE).write_text(json.dumps(SETTINGS))
     return find_notebooks(target)
 
 
@@ -76,7 +85,7 @@ def run_nbclient(archive: Path, notebooks: list[Path], out: Path) -> tuple[float
     for number, path in enumerate(notebooks, 1):
         book = nbformat.read(path, as_version=4)
         began = time.perf_counter()
-        client = NotebookClient(book, timeout=120, kernel_name="python3", allow_errors=True,
+        client = NotebookClient(book, timeout=CELL_TIMEOUT, kernel_name="python3", allow_errors=True,
                                 resources={"metadata": {"path": str(path.parent)}})
         try:
             client.execute()

@@ -6,11 +6,12 @@
 //   cellar.onStage(callback)      -> called with ({stage, t}) for every boot stage, of every boot
 //   cellar.onRestart(callback)    -> called with ({reason}) when the worker is replaced
 //   await cellar.call(module, name, ...args)   any function of a cellar.* module, JSON in and out
-//   await cellar.callWith({timeout, files}, module, name, ...args)
+//   await cellar.callWith({timeout, files, packages}, module, name, ...args)
 //                                    the same with a time limit in ms (the call is stopped after it
 //                                    and rejects with error.stopped = true, and error.partial =
-//                                    the answer if Python still gave one) and files to place in
-//                                    Python's file system first ({path: url})
+//                                    the answer if Python still gave one), files to place in
+//                                    Python's file system first ({path: url}) and Pyodide packages
+//                                    to load first ([name])
 //   cellar.prefetch(files)        -> start downloading files ({path: url}) now, while Python boots;
 //                                    a later callWith({files}) naming them waits for them only
 //   await cellar.revision(text)   -> SHA-256 hex computed by cellar.provenance in Python
@@ -18,7 +19,9 @@
 // Stopping: where the page is cross-origin isolated, the worker shares an interrupt buffer and
 // Python gets a KeyboardInterrupt (cheap: the interpreter and its packages stay loaded). If that
 // brings no answer within GRACE_MS, or without isolation, the worker is terminated and a fresh
-// one boots; calls still waiting on the old one reject.
+// one boots; calls still waiting on the old one reject. Python can also arm its own time limits
+// (a notebook cell in cellar.sandbox): the worker shares the deadline, and this thread trips the
+// interrupt buffer when it is due.
 
 const GRACE_MS = 1500;
 const SIGINT = 2;
@@ -27,7 +30,7 @@ export function startCellar(workerUrl = new URL("./worker.js", import.meta.url))
   const listeners = { stage: [], restart: [] };
   const timeline = [];
   let nextId = 1;
-  let worker, pending, ready, interrupts;
+  let worker, pending, ready, interrupts, deadline, watchdog;
 
   function boot() {
     worker = new Worker(workerUrl, { type: "module" });
@@ -38,9 +41,10 @@ export function startCellar(workerUrl = new URL("./worker.js", import.meta.url))
     ready.catch(() => {});  // the page reports a failed boot when it awaits `ready`
     if (self.crossOriginIsolated) {
       interrupts = new Int32Array(new SharedArrayBuffer(4));
-      worker.postMessage({ type: "interrupts", buffer: interrupts });
+      deadline = new Float64Array(new SharedArrayBuffer(8));
+      worker.postMessage({ type: "interrupts", buffer: interrupts, deadline });
     } else {
-      interrupts = null;
+      interrupts = deadline = null;
     }
     const stage = (entry) => {
       timeline.push(entry);
@@ -54,6 +58,8 @@ export function startCellar(workerUrl = new URL("./worker.js", import.meta.url))
         resolveReady({ python: data.python, cellar: data.cellar, timeline });
       } else if (data.type === "failed") {
         rejectReady(new Error(data.error));
+      } else if (data.type === "deadline") {
+        watch(data.due);
       } else if (data.type === "result") {
         const call = pending.get(data.id);
         if (!call) return;  // it was stopped already
@@ -64,7 +70,23 @@ export function startCellar(workerUrl = new URL("./worker.js", import.meta.url))
     worker.onerror = (event) => rejectReady(new Error(event.message || "the Python worker failed to start"));
   }
 
+  // Trip the interrupt buffer at `due`, unless Python disarmed or moved the deadline meanwhile.
+  function watch(due) {
+    clearTimeout(watchdog);
+    const check = () => {
+      const at = deadline[0];
+      if (at > 0 && Date.now() >= at) {
+        deadline[0] = 0;
+        Atomics.store(interrupts, 0, SIGINT);
+      } else if (at > 0) {
+        watchdog = setTimeout(check, at - Date.now());
+      }
+    };
+    watchdog = setTimeout(check, Math.max(0, due - Date.now()));
+  }
+
   function restart(reason) {
+    clearTimeout(watchdog);
     const old = pending;
     worker.terminate();
     boot();
@@ -72,7 +94,7 @@ export function startCellar(workerUrl = new URL("./worker.js", import.meta.url))
     listeners.restart.forEach((listener) => listener({ reason }));
   }
 
-  function callWith({ timeout = 0, files = null } = {}, module, name, ...args) {
+  function callWith({ timeout = 0, files = null, packages = null } = {}, module, name, ...args) {
     return ready.then(() => new Promise((resolve, reject) => {
       const id = nextId++;
       let timer = null;
@@ -85,7 +107,8 @@ export function startCellar(workerUrl = new URL("./worker.js", import.meta.url))
         else reject(Object.assign(new Error(data.error.message), { pythonType: data.error.type }));
       };
       pending.set(id, { settle });
-      worker.postMessage({ type: "call", id, module, name, args, ...(files ? { files } : {}) });
+      worker.postMessage({ type: "call", id, module, name, args, ...(files ? { files } : {}),
+                           ...(packages ? { packages } : {}) });
       if (!timeout) return;
       timer = setTimeout(() => {
         stopped = Object.assign(

@@ -3,6 +3,15 @@
 // as the index numbers them and the revision is computed from the same bytes; this page draws
 // them: markdown rendered, code highlighted, outputs shown (HTML tables sanitised, images from
 // the notebook itself as data URIs, errors), and the cited cell marked and scrolled into view.
+//
+// Re-render: the button runs the notebook in the tab with the code `cellar rerender` runs under
+// Node (cellar.web.rerender_*: cellar.environment, cellar.sandbox, cellar.rerender), the
+// archive's blobs fetched from the site and checked against their hashes. pandas, matplotlib and
+// IPython load only then, never for search. Each code cell then shows its saved and fresh
+// outputs side by side with a badge (same / drifted / failed / not run), and the notebook its
+// status (clean / drifted / stale, with the reason). A cell has the archive's time limit
+// (rerender.json, 60 s by default), enforced through the interrupt buffer: Python runs in the
+// worker, so the page stays usable meanwhile.
 
 import { startCellar } from "./cellar-client.js";
 import { highlightPython, renderMarkdown, sanitize } from "./bundles/notebook.js";
@@ -16,6 +25,10 @@ const cited = params.has("cell") ? Number(params.get("cell")) : null;
 const citedOutput = params.has("output") ? Number(params.get("output")) : null;
 const citedRevision = params.get("rev");
 const cellar = (window.cellar = startCellar());
+const LOCK = { "/pyodide/pyodide-lock.json": "pyodide/pyodide-lock.json" };
+const HOST_MARGIN_S = 30;  // past the notebook's own limit before the worker is restarted
+let build = null;
+let shown = null;
 bootStatus(cellar, $("boot-status"), () => "en");
 
 function element(tag, properties = {}, ...children) {
@@ -34,11 +47,84 @@ async function show() {
   if (document.referrer && new URL(document.referrer).pathname === new URL("./", location.href).pathname) {
     $("back").href = document.referrer;  // back to the same question
   }
-  const build = await (await fetch("build.json")).json();
+  build = await (await fetch("build.json")).json();
   const file = `/archive/${path}`;
-  const notebook = await cellar.callWith({ files: { [file]: archiveUrl(build.archive, path) } },
+  shown = await cellar.callWith({ files: { [file]: archiveUrl(build.archive, path) } },
     "cellar.web", "notebook_view", file, path);
-  draw(notebook);
+  draw(shown);
+  $("rerender").disabled = false;
+  $("rerender").addEventListener("click", () => rerender().catch((error) => {
+    say(`The re-render failed: ${error.message}`, "problem");
+    document.body.dataset.rerendered = "failed";
+  }).finally(() => { $("rerender").disabled = false; }));
+}
+
+const say = (text, className = "") => Object.assign($("rerender-status"), { textContent: text, className });
+
+// An archive file's text, or null when the archive has none (a 404).
+async function optionalText(name) {
+  const response = await fetch(archiveUrl(build.archive, name));
+  if (response.status === 404) return null;
+  if (!response.ok) throw new Error(`${name}: ${response.status} ${response.statusText}`);
+  return response.text();
+}
+
+async function rerender() {
+  $("rerender").disabled = true;
+  delete document.body.dataset.rerendered;
+  say("Reading the archive's path map and requirements…");
+  const [pathmap, requirements, settings] = await Promise.all(
+    ["pathmap.json", "requirements.txt", "rerender.json"].map(optionalText));
+  const texts = { pathmap, requirements, settings };
+  const plan = await cellar.callWith({ files: LOCK }, "cellar.web", "rerender_plan", texts, Object.keys(LOCK)[0]);
+  say(`Loading ${plan.packages.join(", ")} (once per tab)…`);
+  const setup = performance.now();
+  await cellar.callWith({ packages: plan.packages }, "cellar.web", "rerender_prepare");
+  say(`Running the cells (at most ${plan.limits.cell_timeout} s each)…`);
+  const file = `/archive/${path}`;
+  const files = { [file]: archiveUrl(build.archive, path) };
+  for (const blob of plan.blobs) files[`/archive/${blob}`] = archiveUrl(build.archive, blob);
+  const result = await cellar.callWith({ files, timeout: (plan.limits.notebook_timeout + HOST_MARGIN_S) * 1000 },
+    "cellar.web", "rerender_notebook", file, path, "/archive", texts, Object.keys(LOCK)[0]);
+  showRerender(result, (performance.now() - setup) / 1000);
+}
+
+function showRerender(result, seconds) {
+  const status = element("span", { className: `status status-${result.status}`, textContent: result.status });
+  const counts = ["same", "drifted", "failed", "not run"]
+    .map((badge) => [badge, result.cells.filter((cell) => cell.badge === badge).length])
+    .filter(([, n]) => n).map(([badge, n]) => `${n} ${badge}`).join(", ");
+  $("rerender-status").replaceChildren(status, ` ${counts} · ${seconds.toFixed(1)} s`,
+    ...(result.reason ? [element("br"), element("span", { className: "reason", textContent: `Why stale: ${result.reason}` })] : []));
+  $("rerender-status").className = "";
+  const download = $("rerender-download");
+  URL.revokeObjectURL(download.href);
+  download.href = URL.createObjectURL(new Blob([result.ipynb], { type: "application/x-ipynb+json" }));
+  download.download = path.split("/").at(-1);
+  download.hidden = false;
+  for (const fresh of result.cells) {
+    const item = $(`cell-${fresh.index}`);
+    const saved = shown.cells[fresh.index];
+    item.querySelectorAll(".compare, .outputs, .cell-label .badge").forEach((node) => node.remove());
+    item.dataset.badge = fresh.badge;
+    item.querySelector(".cell-label").prepend(
+      element("span", { className: `badge badge-${fresh.badge.replace(" ", "-")}`, textContent: fresh.badge }));
+    const column = (title, outputs, prefix, empty) => element("section", { className: `outputs ${title.toLowerCase()}` },
+      element("h3", { textContent: title }),
+      ...(outputs.length ? outputs.map((output) => outputView(fresh.index, output, prefix))
+        : [element("p", { className: "muted small", textContent: empty })]));
+    const compare = element("div", { className: "compare" },
+      column("Saved", saved.outputs, "cell", "(no saved output)"),
+      column("Fresh", fresh.outputs, "fresh", fresh.badge === "not run" ? "(not run: the run stopped before this cell)" : "(no output)"));
+    item.append(compare);
+    if (fresh.diffs.length) {
+      const text = fresh.diffs.filter((diff) => diff.status !== "same")
+        .map((diff) => `${diff.status} ${diff.kind}${diff.diff ? `\n${diff.diff}` : ""}`).join("\n\n");
+      item.append(element("details", { className: "diff compare" }, element("summary", { textContent: "What changed" }),
+        element("pre", { textContent: text })));
+    }
+  }
+  document.body.dataset.rerendered = result.status;
 }
 
 function draw(notebook) {
@@ -99,7 +185,7 @@ function cell(data) {
     code.innerHTML = highlightPython(data.source);
     item.append(element("pre", { className: "source" }, code));
     if (data.outputs.length) {
-      item.append(element("div", { className: "outputs" }, ...data.outputs.map((output) => outputView(data.index, output))));
+      item.append(element("div", { className: "outputs" }, ...data.outputs.map((output) => outputView(data.index, output, "cell"))));
     }
   } else {
     item.append(element("pre", { className: "source", textContent: data.source }));
@@ -115,9 +201,10 @@ function withAttachments(source, attachments) {
   }, source);
 }
 
-function outputView(cellIndex, output) {
-  const isCited = cellIndex === cited && output.index === citedOutput;
-  const box = element("div", { id: `cell-${cellIndex}-output-${output.index}`, className: `output output-${output.output_type}${isCited ? " cited" : ""}` });
+// `prefix` tells the saved outputs ("cell": the ones a citation names) from fresh ones ("fresh").
+function outputView(cellIndex, output, prefix) {
+  const isCited = prefix === "cell" && cellIndex === cited && output.index === citedOutput;
+  const box = element("div", { id: `${prefix}-${cellIndex}-output-${output.index}`, className: `output output-${output.output_type}${isCited ? " cited" : ""}` });
   box.setAttribute("aria-label", `${isCited ? "Cited: " : ""}output ${output.index} of cell ${cellIndex}`);
   box.append(outputBody(cellIndex, output));
   return box;

@@ -6,11 +6,16 @@
 //                         {type: "ready", python, cellar, t}
 //                         {type: "failed", error}
 //                         {type: "result", id, ok, value | error}
-// Messages from the page: {type: "interrupts", buffer}     a SharedArrayBuffer-backed Int32Array:
-//                                                           the page writes 2 (SIGINT) to stop Python
-//                         {type: "call", id, module, name, args, files?}
+//                         {type: "deadline", due}      Python armed a time limit (Date.now() ms)
+// Messages from the page: {type: "interrupts", buffer, deadline}  SharedArrayBuffer-backed: an
+//                                                           Int32Array the page writes 2 (SIGINT) into
+//                                                           to stop Python, and a Float64Array with
+//                                                           the armed deadline (0: none)
+//                         {type: "call", id, module, name, args, files?, packages?}
 //                         files: {path in Python's file system: URL}, fetched once per worker
-//                         before the call (e.g. a model that a function loads from disk)
+//                         before the call (e.g. a model that a function loads from disk);
+//                         packages: Pyodide packages (by name, from the site's lock) to load
+//                         first, so heavy ones (pandas, matplotlib) load only for what needs them
 //                         {type: "prefetch", files}  the same files, downloaded now (while the
 //                                                   runtime boots) and written once it is up
 
@@ -62,6 +67,16 @@ booting.then(
 );
 
 let interrupts = null;
+let deadline = null;
+
+// The sandbox's watchdog (cellar.sandbox `_arm`): Python arms a limit of `seconds` (0 disarms).
+// Python runs on this thread, so the page's thread keeps the time: it trips the interrupt
+// buffer when the deadline in shared memory is due and has not been disarmed meanwhile.
+function cellarArmDeadline(seconds) {
+  Atomics.store(interrupts, 0, 0);
+  deadline[0] = seconds > 0 ? Date.now() + seconds * 1000 : 0;
+  if (deadline[0]) postMessage({ type: "deadline", due: deadline[0] });
+}
 
 // Files land in Python's (in-memory) file system the first time a call needs them. The download
 // does not wait for the runtime: a page that names its files early (prefetch) overlaps the two.
@@ -87,6 +102,8 @@ function provide(files) {
 onmessage = async ({ data }) => {
   if (data.type === "interrupts") {
     interrupts = data.buffer;
+    deadline = data.deadline;
+    globalThis.cellarArmDeadline = cellarArmDeadline;
     booting.then(({ pyodide }) => pyodide.setInterruptBuffer(interrupts), () => {});
     return;
   }
@@ -98,6 +115,7 @@ onmessage = async ({ data }) => {
   try {
     const { pyodide } = await booting;
     if (data.files) await provide(data.files);
+    if (data.packages) await pyodide.loadPackage(data.packages, { messageCallback: () => {} });
     // A stop request that came after the last call had already finished must not hit this one.
     if (interrupts) interrupts[0] = 0;
     const call = pyodide.globals.get("cellar_call");

@@ -14,7 +14,8 @@ sorts each requirement into:
   the runtime does not ship). Notebooks that import it are stale with that reason
   (`blocking_requirement`), rather than crashing or being skipped in silence.
 
-Host-only (CPython): it runs pip.
+`resolve_environment` is host-only (it runs pip); the rest is pure, and the viewer's Re-render
+button sorts the same requirements against the site's own Pyodide lock (`sort_requirements`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import json
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +37,7 @@ HASH = re.compile(r"--hash=sha256:([0-9a-f]{64})")
 IMPORT_NAMES = {"python-ternary": "ternary", "scikit-learn": "sklearn", "pillow": "PIL",
                 "python-dateutil": "dateutil", "typing-extensions": "typing_extensions",
                 "pyyaml": "yaml", "beautifulsoup4": "bs4", "coolprop": "CoolProp"}
+BASE_PACKAGES = ("ipython", "matplotlib")  # what cellar.sandbox itself needs
 
 
 class RequirementsError(ValueError):
@@ -75,14 +78,19 @@ def normalise_name(name: str) -> str:
 
 def read_requirements(path: str | Path) -> list[Requirement]:
     """Parse a plain requirements file; RequirementsError names the file and line of a bad entry."""
+    return parse_requirements(Path(path).read_text(encoding="utf-8"), str(path))
+
+
+def parse_requirements(text: str, source: str = "requirements.txt") -> list[Requirement]:
+    """Parse the text of a requirements file; `source` names it in a RequirementsError."""
     requirements = []
-    for number, raw in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+    for number, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].strip() if not raw.lstrip().startswith("--hash") else raw.strip()
         if not line:
             continue
         match = REQUIREMENT.match(line)
         if match is None or line.startswith("-"):
-            raise RequirementsError(f"{path}:{number}: not a requirement: {raw.strip()!r}")
+            raise RequirementsError(f"{source}:{number}: not a requirement: {raw.strip()!r}")
         requirements.append(Requirement(normalise_name(match.group(1)), match.group(2),
                                         tuple(HASH.findall(line)), number))
     return requirements
@@ -92,11 +100,17 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def runtime_builds(lock: dict[str, Any], shipped: Callable[[str], bool] = lambda file_name: True
+                   ) -> dict[str, tuple[str, str]]:
+    """Normalised name -> (lock name, version) of the packages of a parsed `pyodide-lock.json`
+    whose file is `shipped` (the runtime folder has it)."""
+    return {normalise_name(name): (name, entry["version"]) for name, entry in lock["packages"].items()
+            if shipped(entry["file_name"])}
+
+
 def _runtime_builds(runtime: Path) -> dict[str, tuple[str, str]]:
-    """Normalised name -> (lock name, version) of every package whose file the runtime ships."""
-    lock = json.loads((runtime / "pyodide-lock.json").read_text(encoding="utf-8"))["packages"]
-    return {normalise_name(name): (name, entry["version"]) for name, entry in lock.items()
-            if (runtime / entry["file_name"]).is_file()}
+    lock = json.loads((runtime / "pyodide-lock.json").read_text(encoding="utf-8"))
+    return runtime_builds(lock, lambda file_name: (runtime / file_name).is_file())
 
 
 def _pure_wheel(requirement: Requirement, cache: Path) -> Wheel | str:
@@ -126,14 +140,23 @@ def _pure_wheel(requirement: Requirement, cache: Path) -> Wheel | str:
 
 
 def resolve_environment(requirements: list[Requirement], runtime: str | Path, cache: str | Path,
-                        base: tuple[str, ...] = ("ipython", "matplotlib")) -> Environment:
-    """Sort requirements into runtime builds, cached pure wheels and unavailable ones (see above).
+                        base: tuple[str, ...] = BASE_PACKAGES) -> Environment:
+    """Sort requirements into runtime builds, cached pure wheels and unavailable ones (see above)."""
+    runtime, cache = Path(runtime), Path(cache)
+    cache.mkdir(parents=True, exist_ok=True)
+    return sort_requirements(requirements, _runtime_builds(runtime),
+                             lambda requirement: _pure_wheel(requirement, cache), base)
+
+
+def sort_requirements(requirements: list[Requirement], builds: dict[str, tuple[str, str]],
+                      find_wheel: Callable[[Requirement], Wheel | str],
+                      base: tuple[str, ...] = BASE_PACKAGES) -> Environment:
+    """The environment of `requirements`, given the runtime's `builds` (see `runtime_builds`) and
+    `find_wheel`, which gives a requirement's pure wheel or why there is none. The build resolves
+    with pip into a cache; the browser tab with the wheels its site ships.
 
     `base` are the runtime packages the sandbox itself needs, loaded whatever the archive asks.
     """
-    runtime, cache = Path(runtime), Path(cache)
-    cache.mkdir(parents=True, exist_ok=True)
-    builds = _runtime_builds(runtime)
     environment = Environment(packages=[builds[normalise_name(name)][0] for name in base])
     for requirement in requirements:
         build = builds.get(requirement.name)
@@ -144,7 +167,7 @@ def resolve_environment(requirements: list[Requirement], runtime: str | Path, ca
             elif build[0] not in environment.packages:
                 environment.packages.append(build[0])
             continue
-        wheel = _pure_wheel(requirement, cache)
+        wheel = find_wheel(requirement)
         if isinstance(wheel, str):
             environment.unavailable[requirement.name] = wheel
         else:

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from cellar import compare, environment, vfs
-from cellar.notebook import Notebook, NotebookError, read_notebook
+from cellar.notebook import NEWEST_MINOR, Notebook, NotebookError, read_notebook
 from cellar.pyodide_host import PyodideError, PyodideHost
 
 CONFIG_FILE = "rerender.json"
@@ -59,13 +59,16 @@ class Settings:
     @classmethod
     def load(cls, archive: Path) -> Settings:
         path = archive / CONFIG_FILE
-        if not path.is_file():
-            return cls()
+        return cls.from_json(path.read_text(encoding="utf-8"), str(path)) if path.is_file() else cls()
+
+    @classmethod
+    def from_json(cls, text: str, source: str = CONFIG_FILE) -> Settings:
+        """The settings in the text of a rerender.json; a bad one is a ValueError naming `source`."""
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(text)
             settings = cls(**{**data, "sanitizers": tuple(map(tuple, data.get("sanitizers", ())))})
-        except (ValueError, TypeError) as error:
-            raise ValueError(f"{path}: {error}") from None
+        except (ValueError, TypeError, AttributeError) as error:
+            raise ValueError(f"{source}: {error}") from None
         compare.compile_sanitizers(settings.sanitizers)  # fails early, naming a bad regex
         return settings
 
@@ -97,7 +100,7 @@ def load_blobs(archive: Path, pathmap: vfs.PathMap) -> dict[str, bytes]:
 
 
 def fresh_notebook(saved: Notebook, runs: list[dict[str, Any]], status: dict[str, Any]) -> dict[str, Any]:
-    """The saved notebook's cells (nbformat 4.4) with the fresh outputs of the code cells that ran."""
+    """The saved notebook's cells (nbformat 4) with the fresh outputs of the code cells that ran."""
     fresh_runs = iter(runs)
     cells = []
     for cell in saved.cells:
@@ -110,7 +113,11 @@ def fresh_notebook(saved: Notebook, runs: list[dict[str, Any]], status: dict[str
             raw["outputs"] = run["outputs"]
         cells.append(raw)
     metadata = {**saved.metadata, "cellar_rerender": status}
-    return {"cells": cells, "metadata": metadata, "nbformat": 4, "nbformat_minor": 4}
+    # 4.4 (no cell ids to invent), or the saved notebook's own minor when it is newer than any
+    # cellar knows: its cell types may be ones only that version defines
+    future = saved.nbformat[0] == 4 and saved.nbformat[1] > NEWEST_MINOR
+    minor = saved.nbformat[1] if future else 4
+    return {"cells": cells, "metadata": metadata, "nbformat": 4, "nbformat_minor": minor}
 
 
 def dump_notebook(notebook: dict[str, Any]) -> bytes:
@@ -145,13 +152,19 @@ class Worker:
         host = PyodideHost(runtime, wheels=wheels, packages=packages)
         host.run("import cellar.sandbox as sandbox; sandbox.prepare()")
         self.start_seconds += time.perf_counter() - started
+        self.sent: set[str] = set()  # blob ids this process holds (cellar.sandbox keeps them)
         return host
 
-    def run(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
-        """The sandbox's result; a worker that does not answer in time is replaced, and the run stopped."""
-        code = f"import cellar.sandbox as sandbox; sandbox.run_request({json.dumps(request)!r})"
+    def run(self, request: dict[str, Any], blobs: dict[str, str], timeout: float) -> dict[str, Any]:
+        """The sandbox's result for `request`, sending only the `blobs` (id -> base64) this process
+        has not had yet; a worker that does not answer in time is replaced, and the run stopped."""
+        fresh = {blob_id: data for blob_id, data in blobs.items() if blob_id not in self.sent}
+        code = ("import cellar.sandbox as sandbox; "
+                f"sandbox.run_request({json.dumps({**request, 'blobs': fresh})!r})")
         try:
-            return json.loads(self.host.run(code, timeout=timeout))
+            reply = json.loads(self.host.run(code, timeout=timeout))
+            self.sent.update(fresh)
+            return reply
         except TimeoutError:
             self.host = self._start()  # run() closed the stuck process
             return {"cells": [], "stopped": f"the worker did not answer within {timeout:g} s "
@@ -248,11 +261,14 @@ def rerender(
                     if worker is None:
                         worker = Worker(runtime, site_wheels + [wheel.path for wheel in env.wheels],
                                         env.packages)
-                    request = {"cells": sources, "pathmap": pathmap.data, "blobs": blobs,
-                               "cwd": notebook_cwd(relative),
+                    request = {"cells": sources, "pathmap": pathmap.data, "cwd": notebook_cwd(relative),
                                "limits": settings.limits()}
-                    result = worker.run(request, settings.notebook_timeout + HOST_MARGIN)
-                record(_finish(saved, result, out / relative, sanitizers, env))
+                    result = worker.run(request, blobs, settings.notebook_timeout + HOST_MARGIN)
+                try:
+                    record(_finish(saved, result, out / relative, sanitizers, env))
+                except (NotebookError, ValueError) as error:  # one odd notebook never stops the batch
+                    record({"path": relative, "status": "stale", "reason": f"cannot be compared: {error}",
+                            "seconds": round(result["seconds"], 3), "cells": []})
         except BaseException as error:  # a worker that cannot start stops the pool, and is raised below
             failures.append(error)
         finally:
@@ -279,15 +295,25 @@ def rerender(
 
 def _finish(saved: Notebook, result: dict[str, Any], target: Path,
             sanitizers: tuple[tuple[re.Pattern[str], str], ...], env: environment.Environment) -> dict[str, Any]:
-    """Compare a run with the saved notebook, write the fresh notebook, and return the report entry."""
+    """Judge a run, write the fresh notebook, and return the report entry."""
+    fresh, entry = judge(saved, result, sanitizers, env)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(dump_notebook(fresh))
+    return entry
+
+
+def judge(saved: Notebook, result: dict[str, Any], sanitizers: tuple[tuple[re.Pattern[str], str], ...],
+          env: environment.Environment) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Compare a sandbox run with the saved notebook: the fresh notebook (its metadata holding the
+    status) and the report entry (status, reason, cell diffs, seconds). Pure: the build and the
+    viewer's Re-render button both judge with it."""
     draft = fresh_notebook(saved, result["cells"], {})
     fresh = read_notebook(dump_notebook(draft), saved.path)
     comparison = compare.compare_notebooks(saved, fresh, sanitizers, stopped=result["stopped"])
     reason = comparison.reason and environment.attribute_failure(comparison.reason, env)
     status = {"status": comparison.status, "reason": reason}
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(dump_notebook(fresh_notebook(saved, result["cells"], status)))
-    return {**comparison.to_dict(), "reason": reason, "seconds": round(result["seconds"], 3)}
+    entry = {**comparison.to_dict(), "reason": reason, "seconds": round(result["seconds"], 3)}
+    return fresh_notebook(saved, result["cells"], status), entry
 
 
 def _report(archive: Path, env: environment.Environment, entries: list[dict[str, Any]],

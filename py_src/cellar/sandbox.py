@@ -289,11 +289,14 @@ def _network_patches() -> list[tuple[Any, str, Any]]:
         (socket, name, _refuse_network)
         for name in ("create_connection", "getaddrinfo", "gethostbyname", "gethostbyname_ex")]
     patches += [(socket.socket, name, _refuse_network) for name in ("connect", "connect_ex")]
-    if "pyodide" in sys.modules:
+    if sys.platform == "emscripten":
+        # Imported here, not looked up: a worker whose first import of `js` came with a notebook
+        # has it dropped from sys.modules afterwards (it has no file under the runtime's folders).
+        import js
         import pyodide.http
 
         patches += [(pyodide.http, name, _refuse_network) for name in ("pyfetch", "open_url")]
-        patches.append((sys.modules, "js", _GuardedJs(sys.modules["js"])))
+        patches.append((sys.modules, "js", _GuardedJs(js)))
     return patches
 
 
@@ -724,14 +727,19 @@ def run_notebook(
     return {"cells": results, "stopped": stopped, "seconds": time.monotonic() - started}
 
 
+_BLOBS: dict[str, bytes] = {}  # every blob a host has sent this worker: ids are content hashes
+
+
 def run_request(request_json: str) -> str:
     """`run_notebook` over JSON, for a host driving a worker: the request carries the code cells,
-    the path map, the blobs (base64), the working directory and the limits; the reply is the result.
+    the path map, the blobs (base64) that this worker has not been sent before, the working
+    directory and the limits; the reply is the result. Blobs are kept for later requests: an id
+    names its content, and each read is checked against it anyway.
     """
     import json
 
     request = json.loads(request_json)
-    blobs = {blob_id: base64.b64decode(data) for blob_id, data in request.get("blobs", {}).items()}
-    result = run_notebook(request["cells"], vfs.PathMap.from_dict(request["pathmap"]), blobs,
+    _BLOBS.update({blob_id: base64.b64decode(data) for blob_id, data in request.get("blobs", {}).items()})
+    result = run_notebook(request["cells"], vfs.PathMap.from_dict(request["pathmap"]), _BLOBS,
                           request.get("cwd", "/"), Limits(**request.get("limits", {})))
     return json.dumps(result, sort_keys=True)

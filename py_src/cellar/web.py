@@ -12,7 +12,6 @@ Files come from the page: it has the worker fetch them into Python's (in-memory)
 
 from __future__ import annotations
 
-import copy
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -158,14 +157,7 @@ def embedding_lab(
 
 # -- the search page ----------------------------------------------------------------------------
 
-# What a notebook shown in an answer reads before its fragment is in the file system: enough
-# for the Searcher to shape a (discarded) answer and so name every fragment it would read.
-_STAND_IN = {"id": "", "kind": "text", "cell": None, "output": None, "quote": "", "start": 0, "end": 0, "meta": {}}
 _WORD = re.compile(r"\w+(?:[.\-]\w+)*")
-
-
-class _Absent(Exception):
-    """A fragment that the page has not fetched into the file system yet."""
 
 
 @lru_cache(maxsize=2)
@@ -221,35 +213,18 @@ def search(query: str, options: Mapping[str, Any], shard_dir: str, model_dir: st
         kinds=tuple(options.get("kinds") or ()),
         include_deprecated=bool(options.get("include_deprecated")),
     )
-    args = (query, int(options.get("k", 3)), filters, options.get("mode", "hybrid"))
-
-    def present(n: int) -> bool:
-        return os.path.exists(os.path.join(shard_dir, fragment_name(n)))
-
-    def fetched_only(n: int) -> list[dict[str, Any]]:
-        if not present(n):
-            raise _Absent(n)
-        return shard.fragment(n)
-
-    try:
-        answer = _with_fragments(searcher, fetched_only).search(*args)
-    except _Absent:
-        # A dry run with stand-ins names every fragment at once: one round trip, not one per notebook.
-        absent: list[int] = []
-
-        def stand_in(n: int) -> list[dict[str, Any]]:
-            if present(n):
-                return shard.fragment(n)
-            absent.append(n)
-            entry = searcher.index.notebooks[n]
-            return [_STAND_IN] * (entry["end"] - entry["start"])
-
-        _with_fragments(searcher, stand_in).search(*args)
-        return {"fetch": [fragment_name(n) for n in dict.fromkeys(absent)]}
-    numbers = {entry["path"]: n for n, entry in enumerate(searcher.index.notebooks)}
+    # Ranking needs the shard's arrays alone; it names every fragment the answer will read, so
+    # the page fetches them all in one round trip.
+    ranking = searcher.rank(query, int(options.get("k", 3)), filters, options.get("mode", "hybrid"))
+    names = [fragment_name(n) for n in ranking.needs]
+    absent = [name for name in names if not os.path.exists(os.path.join(shard_dir, name))]
+    if absent:
+        return {"fetch": absent}
+    answer = searcher.answer(ranking)
     terms = set(answer["terms"])
-    for notebook in (*answer["notebooks"], *answer.get("closest", ())):
-        records = {record["id"]: record for record in shard.fragment(numbers[notebook["path"]])}
+    # The notebooks shown (or, for a refusal, the closest one) are those of ranking.needs, in order.
+    for n, notebook in zip(ranking.needs, (*answer["notebooks"], *answer.get("closest", ()))):
+        records = {record["id"]: record for record in shard.fragment(n)}
         for hit in notebook["hits"]:
             hit["marks"] = term_marks(searcher.analyzer, hit["quote"], terms)
             if hit["kind"] == "table":
@@ -257,13 +232,6 @@ def search(query: str, options: Mapping[str, Any], shard_dir: str, model_dir: st
         for entry in notebook["neighbourhood"]:
             entry["marks"] = term_marks(searcher.analyzer, entry["text"], terms)
     return answer
-
-
-def _with_fragments(searcher: Any, fragment: Any) -> Any:
-    """The same Searcher (index, model, calibration) reading fragments through `fragment`."""
-    twin = copy.copy(searcher)
-    twin.fragment = fragment
-    return twin
 
 
 def term_marks(analyzer: Any, text: str, terms: set[str]) -> list[list[int]]:
@@ -297,21 +265,121 @@ def notebook_view(file: str, path: str) -> dict[str, Any]:
                 "cell_type": cell.cell_type,
                 "source": cell.source,
                 "attachments": cell.attachments,
-                "outputs": [
-                    {
-                        "index": output.index,
-                        "output_type": output.output_type,
-                        "data": output.data,
-                        "text": _ANSI.sub("", output.text) if output.text is not None else None,
-                        "name": output.name,
-                        "ename": output.ename,
-                        "evalue": _ANSI.sub("", output.evalue) if output.evalue is not None else None,
-                        "traceback": [_ANSI.sub("", line) for line in output.traceback],
-                        "execution_count": output.execution_count,
-                    }
-                    for output in cell.outputs
-                ],
+                "outputs": [_output_view(output) for output in cell.outputs],
             }
             for cell in notebook.cells
         ],
     }
+
+
+def _output_view(output: Any) -> dict[str, Any]:
+    """One cellar.notebook Output as the viewer draws it, terminal colour codes stripped."""
+    return {
+        "index": output.index,
+        "output_type": output.output_type,
+        "data": output.data,
+        "text": _ANSI.sub("", output.text) if output.text is not None else None,
+        "name": output.name,
+        "ename": output.ename,
+        "evalue": _ANSI.sub("", output.evalue) if output.evalue is not None else None,
+        "traceback": [_ANSI.sub("", line) for line in output.traceback],
+        "execution_count": output.execution_count,
+    }
+
+
+# -- re-rendering in the tab --------------------------------------------------------------------
+#
+# The viewer's Re-render button runs the notebook with the code `cellar rerender` runs in Node:
+# cellar.environment sorts the archive's requirements, cellar.sandbox runs the cells over the
+# path map, cellar.rerender judges the run. The page fetches the archive's small text files
+# (pathmap.json, requirements.txt, rerender.json: each may be absent, then None), asks
+# `rerender_plan` what to load, has the worker load those Pyodide packages and fetch the blobs,
+# and calls `rerender_notebook`.
+
+
+def _tab_environment(requirements: str | None, lock_file: str) -> Any:
+    """The archive's environment as this site can provide it: the Pyodide packages its lock lists
+    (the site ships exactly those); a requirement beyond them has no build here."""
+    import json
+
+    from cellar import environment
+
+    lock = json.loads(Path(lock_file).read_text(encoding="utf-8"))
+    return environment.sort_requirements(
+        environment.parse_requirements(requirements or ""), environment.runtime_builds(lock),
+        lambda requirement: "no WebAssembly build shipped with this site (it is not among the site's Pyodide packages)")
+
+
+def _pathmap(text: str | None) -> Any:
+    import json
+
+    from cellar import vfs
+
+    data = json.loads(text) if text else {"format": vfs.FORMAT, "files": {}}
+    return vfs.PathMap.from_dict(data, vfs.PATHMAP_FILE)
+
+
+def rerender_plan(texts: Mapping[str, str | None], lock_file: str) -> dict[str, Any]:
+    """What the worker must provide before `rerender_notebook` (`texts` as there): the Pyodide
+    packages to load (the sandbox's own and the archive's requirements), the blob files to fetch
+    (paths relative to the archive folder; each is checked against its hash when read), the
+    requirements this site cannot provide with the reason, and the time limits."""
+    from cellar import rerender, vfs
+
+    env = _tab_environment(texts.get("requirements"), lock_file)
+    blob_ids = sorted({blob for _, blob in _pathmap(texts.get("pathmap")).files.values()})
+    return {"packages": env.packages, "blobs": [vfs.blob_path(blob) for blob in blob_ids],
+            "unavailable": env.unavailable,
+            "limits": rerender.Settings.from_json(texts.get("settings") or "{}").limits()}
+
+
+@lru_cache(maxsize=1)
+def rerender_prepare() -> float:
+    """Set up the sandbox once per worker (IPython shell, pandas, matplotlib inline); the seconds
+    it took the first time. The page calls it before the timed `rerender_notebook`, so that the
+    notebook's time limit does not pay for imports."""
+    from cellar import sandbox
+
+    return sandbox.prepare()
+
+
+def rerender_notebook(file: str, path: str, archive_dir: str, texts: Mapping[str, str | None],
+                      lock_file: str) -> dict[str, Any]:
+    """Re-run the notebook in `file` (archive `path`) against the blobs under `archive_dir`, as
+    `cellar rerender` does, and compare: the notebook's status (clean | drifted | stale) and reason,
+    and per code cell its fresh outputs, a badge (same | drifted | failed | not run) and the
+    output diffs. `texts` holds the archive's `pathmap`, `requirements` and `settings`
+    (rerender.json) texts or None; `ipynb` is the fresh notebook's text, byte for byte what
+    `cellar rerender` writes for it."""
+    from cellar import compare, environment, rerender, sandbox
+    from cellar.notebook import read_notebook
+
+    saved = read_notebook(Path(file).read_bytes(), path)
+    settings = rerender.Settings.from_json(texts.get("settings") or "{}")
+    env = _tab_environment(texts.get("requirements"), lock_file)
+    pathmap = _pathmap(texts.get("pathmap"))
+    sources = [cell.source for cell in saved.cells if cell.cell_type == "code"]
+    blocked = environment.blocking_requirement(sources, env)
+    if blocked:
+        result: dict[str, Any] = {"cells": [], "stopped": blocked, "seconds": 0.0}
+    else:
+        rerender_prepare()
+        result = sandbox.run_notebook(sources, pathmap, rerender.load_blobs(Path(archive_dir), pathmap),
+                                      rerender.notebook_cwd(path), sandbox.Limits(**settings.limits()))
+    notebook, entry = rerender.judge(saved, result, compare.compile_sanitizers(settings.sanitizers), env)
+    fresh = read_notebook(rerender.dump_notebook(notebook), path)
+    diffs = {cell["cell"]: cell["outputs"] for cell in entry["cells"]}
+    code = [cell for cell in saved.cells if cell.cell_type == "code"]
+    cells = []
+    for number, cell in enumerate(code):
+        outputs = fresh.cells[cell.index].outputs
+        if number >= len(result["cells"]):
+            badge = "not run"
+        elif compare.first_new_error(cell.outputs, outputs) is not None:
+            badge = "failed"
+        else:
+            badge = "drifted" if cell.index in diffs else "same"
+        cells.append({"index": cell.index, "badge": badge, "outputs": [_output_view(o) for o in outputs],
+                      "diffs": diffs.get(cell.index, [])})
+    return {"path": path, "status": entry["status"], "reason": entry["reason"], "seconds": entry["seconds"],
+            "cells": cells, "ipynb": rerender.dump_notebook(notebook).decode("utf-8")}

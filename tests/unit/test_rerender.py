@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cellar import environment
+from cellar import environment, vfs
 from cellar.cli import main
 from cellar.rerender import find_notebooks, notebook_cwd, reason_key
 
@@ -82,3 +82,47 @@ def test_rerender_the_demo_archive_gives_the_designed_statuses(site, tmp_path, c
         assert fresh["metadata"]["cellar_rerender"]["status"] == status
     table = capsys.readouterr().out
     assert "clean" in table and "top stale reasons" in table
+
+
+def test_the_tab_plans_from_the_sites_lock_and_names_what_it_cannot_provide(site):
+    from cellar import web
+
+    texts = {"pathmap": (DEMO / "pathmap.json").read_text(), "requirements": "pandas==2.2.3\nfluids==1.3.1\n",
+             "settings": '{"cell_timeout": 5}'}
+    plan = web.rerender_plan(texts, str(site / "pyodide" / "pyodide-lock.json"))
+    assert plan["packages"] == ["ipython", "matplotlib", "pandas"]
+    assert plan["unavailable"] == {"fluids": "no WebAssembly build shipped with this site "
+                                             "(it is not among the site's Pyodide packages)"}
+    # every blob the path map names (its files and its trees), by where it lies in the archive
+    named = {blob for _, blob in vfs.load_pathmap(DEMO / "pathmap.json").files.values()}
+    assert sorted(plan["blobs"]) == sorted(vfs.blob_path(blob) for blob in named)
+    assert all((DEMO / blob).is_file() for blob in plan["blobs"])
+    assert plan["limits"] == {"cell_timeout": 5, "notebook_timeout": 300.0, "clock": None}
+
+
+def test_a_bad_rerender_json_is_named():
+    from cellar.rerender import Settings
+
+    with pytest.raises(ValueError, match=r"^archive/rerender.json: .*cell_limit"):
+        Settings.from_json('{"cell_limit": 5}', "archive/rerender.json")
+    with pytest.raises(ValueError, match="not a valid regex"):
+        Settings.from_json('{"sanitizers": [["(", ""]]}')
+
+
+def test_a_notebook_newer_than_cellar_knows_keeps_its_version_and_cell_types():
+    from cellar.notebook import read_notebook
+    from cellar.rerender import dump_notebook, fresh_notebook
+
+    cells = [{"cell_type": "future cell", "metadata": {}, "source": "?"},
+             {"cell_type": "code", "metadata": {}, "source": "1", "outputs": [], "execution_count": None}]
+    raw = json.dumps({"nbformat": 4, "nbformat_minor": 99, "metadata": {}, "cells": cells}).encode()
+    with pytest.warns(UserWarning, match="newer than"):
+        saved = read_notebook(raw, "future.ipynb")
+    run = [{"execution_count": 1, "outputs": [{"output_type": "execute_result", "execution_count": 1,
+                                              "data": {"text/plain": "1"}, "metadata": {}}]}]
+    fresh = fresh_notebook(saved, run, {"status": "clean", "reason": None})
+    assert (fresh["nbformat"], fresh["nbformat_minor"]) == (4, 99)
+    with pytest.warns(UserWarning, match="newer than"):
+        again = read_notebook(dump_notebook(fresh), "future.ipynb")
+    assert [cell.cell_type for cell in again.cells] == ["future cell", "code"]
+    assert again.cells[1].outputs[0].data == {"text/plain": "1"}

@@ -1,6 +1,8 @@
-"""cellar.web: the JSON the lesson pages get from the worker, checked on the shipped lessons."""
+"""cellar.web: the JSON the lesson pages get from the worker, checked on the shipped lessons, and
+the search page's two rounds over a shard whose fragments are fetched on demand."""
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -71,3 +73,51 @@ def test_embedding_lab_ranks_the_passages_both_ways():
     assert result["bm25"][0]["id"] == "tank"
     assert sorted(row["id"] for row in result["embedding"]) == sorted(p["id"] for p in passages)
     assert {row["id"] for row in result["fused"]} == {p["id"] for p in passages}
+
+
+def test_search_asks_once_for_the_fragments_it_needs_then_answers_as_the_searcher(tmp_path):
+    """The page's search over a shard whose fragments are not fetched yet: the first call names
+    exactly the fragments of the notebooks the answer shows (for a refusal, the closest one),
+    the second, with those in place, answers what cellar.search answers, plus the marks and
+    tables the page draws."""
+    from cellar.embedding import load_model
+    from cellar.index import build_index_from_directory
+    from cellar.search import Filters, Searcher
+    from cellar.shard import fragment_name, write_shard
+
+    demo = ROOT / "demo/archive"
+    if not demo.is_dir() or not (MODEL / "model.json").exists():
+        pytest.skip("the demo archive or the embedding model is missing")
+    model = load_model(MODEL)
+    index = build_index_from_directory(demo, model).index
+    write_shard(index, tmp_path / "all")
+    shard = tmp_path / "shard"
+    shutil.copytree(tmp_path / "all", shard, ignore=shutil.ignore_patterns("fragments"))
+    (shard / "fragments").mkdir()
+    searcher = Searcher(index, model)
+    numbers = {nb["path"]: n for n, nb in enumerate(index.notebooks)}
+    web.search_open(str(shard), str(MODEL))
+    for query, options, filters, marked_words in [
+        ("ballast tank volumes for the 2017 vessel", {"kinds": ["table"]}, Filters(kinds=("table",)), {"ballast", "tank"}),
+        ("what is the salary of the CEO", {"k": 2}, Filters(), set()),
+    ]:
+        expected = searcher.search(query, k=options.get("k", 3), filters=filters)
+        shown = expected["closest"] if expected["refused"] else expected["notebooks"]
+        assert len(shown) == (1 if expected["refused"] else 3)
+        fetch = web.search(query, options, str(shard), str(MODEL))
+        assert fetch == {"fetch": [fragment_name(numbers[nb["path"]]) for nb in shown]}
+        for name in fetch["fetch"]:
+            shutil.copy(tmp_path / "all" / name, shard / name)
+        answer = web.search(query, options, str(shard), str(MODEL))
+        marked = []
+        for nb in (*answer["notebooks"], *answer.get("closest", ())):
+            for hit in nb["hits"]:
+                marked += [hit["quote"][a:b] for a, b in hit.pop("marks")]
+                if hit["kind"] == "table":
+                    assert "|" in hit.pop("table")  # the Markdown table the page draws
+            for item in nb["neighbourhood"]:
+                marked += [item["text"][a:b] for a, b in item.pop("marks")]
+        assert marked_words <= {word.lower() for word in marked} and bool(marked) == bool(marked_words)
+        del answer["timings_ms"], expected["timings_ms"]
+        assert answer == expected
+    assert len(list((shard / "fragments").iterdir())) == 4 < len(index.notebooks)
