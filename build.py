@@ -13,6 +13,7 @@ and a second run with nothing changed downloads nothing.
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import os
@@ -236,6 +237,7 @@ def canonical(name: str) -> str:
 # --- wheel: cellar and the pure-Python wheels the tab installs -----------------------------------
 
 
+@functools.cache  # the sources do not change while one build runs
 def source_fingerprint() -> str:
     digest = hashlib.sha256(sha256_file(ROOT / "pyproject.toml").encode())
     for path in sorted((ROOT / "py_src").rglob("*")):

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from cellar import lessons
-from cellar.chunking import audit, word_windows
+from cellar.chunking import ANSI, audit, word_windows
 from cellar.provenance import snapshot
 
 # Output a runaway print loop could pile up before the time limit stops it: keep the start
@@ -243,9 +243,6 @@ def term_marks(analyzer: Any, text: str, terms: set[str]) -> list[list[int]]:
 
 # -- the viewer ---------------------------------------------------------------------------------
 
-_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
-
-
 def notebook_view(file: str, path: str) -> dict[str, Any]:
     """The notebook in `file` (its archive `path` names it) as plain JSON for the viewer: read by
     cellar.notebook, so cells are numbered as the index numbers them (nbformat 3 worksheets
@@ -278,11 +275,11 @@ def _output_view(output: Any) -> dict[str, Any]:
         "index": output.index,
         "output_type": output.output_type,
         "data": output.data,
-        "text": _ANSI.sub("", output.text) if output.text is not None else None,
+        "text": ANSI.sub("", output.text) if output.text is not None else None,
         "name": output.name,
         "ename": output.ename,
-        "evalue": _ANSI.sub("", output.evalue) if output.evalue is not None else None,
-        "traceback": [_ANSI.sub("", line) for line in output.traceback],
+        "evalue": ANSI.sub("", output.evalue) if output.evalue is not None else None,
+        "traceback": [ANSI.sub("", line) for line in output.traceback],
         "execution_count": output.execution_count,
     }
 
