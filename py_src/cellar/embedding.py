@@ -21,7 +21,6 @@ same model from bytes that a browser worker fetched.
 from __future__ import annotations
 
 import bisect
-import hashlib
 import io
 import itertools
 import json
@@ -33,6 +32,8 @@ from os import PathLike
 from pathlib import Path, PurePosixPath
 
 import numpy as np
+
+from cellar.provenance import revision
 
 MODEL_FORMAT = 1
 MANIFEST = "model.json"
@@ -387,7 +388,7 @@ class StaticModel:
                 scales,
                 tokenizer,
                 model_id=manifest["id"],
-                sha256=hashlib.sha256(files[MANIFEST]).hexdigest(),
+                sha256=revision(files[MANIFEST]),
                 max_tokens=manifest["pooling"]["max_tokens"],
             )
         except ValueError as error:
@@ -431,7 +432,7 @@ def _check_file(manifest: Mapping, name: str, data: bytes, source: str) -> None:
     expected = manifest["files"].get(name)
     if expected is None:
         raise ModelError(f"{source}/{name}: not listed in {MANIFEST}")
-    digest = hashlib.sha256(data).hexdigest()
+    digest = revision(data)
     if len(data) != expected["bytes"] or digest != expected["sha256"]:
         raise ModelError(
             f"{source}/{name}: damaged or replaced (SHA-256 {digest}, {len(data)} bytes; "

@@ -21,7 +21,6 @@ button sorts the same requirements against the site's own Pyodide lock (`sort_re
 from __future__ import annotations
 
 import ast
-import hashlib
 import json
 import re
 import subprocess
@@ -30,6 +29,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from cellar.provenance import file_revision
 
 REQUIREMENT = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*(?:==\s*([^\s;#]+))?")
 HASH = re.compile(r"--hash=sha256:([0-9a-f]{64})")
@@ -96,8 +97,6 @@ def parse_requirements(text: str, source: str = "requirements.txt") -> list[Requ
     return requirements
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def runtime_builds(lock: dict[str, Any], shipped: Callable[[str], bool] = lambda file_name: True
@@ -133,7 +132,7 @@ def _pure_wheel(requirement: Requirement, cache: Path) -> Wheel | str:
         if not found:
             return "no WebAssembly build: neither in the Pyodide runtime nor as a pure-Python wheel"
     path = sorted(found)[-1]
-    digest = _sha256(path)
+    digest = file_revision(path)
     if requirement.hashes and digest not in requirement.hashes:
         return f"{path.name} has SHA-256 {digest}, which the requirement's --hash values do not list"
     return Wheel(requirement.name, path.name.split("-")[1], str(path), digest)

@@ -15,7 +15,6 @@ a fragment is checked when it is read. Any mismatch is a ShardError naming the f
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
@@ -30,6 +29,7 @@ from cellar.analysis import AnalyzerSettings
 from cellar.bm25 import BM25
 from cellar.embedding import StaticModel
 from cellar.index import Index
+from cellar.provenance import revision
 
 FORMAT = 1
 MANIFEST = "manifest.json"
@@ -80,9 +80,9 @@ def shard_files(index: Index) -> dict[str, bytes]:
         },
         "calibration": index.calibration,
         "notebooks": index.notebooks,
-        "files": {name: {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()} for name, data in files.items()},
+        "files": {name: {"bytes": len(data), "sha256": revision(data)} for name, data in files.items()},
     }
-    manifest["checksum"] = hashlib.sha256(_canonical(manifest)).hexdigest()
+    manifest["checksum"] = revision(_canonical(manifest))
     files[MANIFEST] = json.dumps(manifest, ensure_ascii=False, indent=1).encode("utf-8")
     return files
 
@@ -137,7 +137,7 @@ class Shard:
             raise ShardError(f"{where}: damaged, not a shard manifest ({error})") from None
         if manifest.get("format") != FORMAT:
             raise ShardError(f"{where}: shard format {manifest.get('format')!r}, this cellar reads format {FORMAT}")
-        if hashlib.sha256(_canonical(manifest)).hexdigest() != claimed:
+        if revision(_canonical(manifest)) != claimed:
             raise ShardError(f"{where}: damaged (its checksum does not match its content)")
         return manifest
 
@@ -152,7 +152,7 @@ class Shard:
         if expected is None:
             raise ShardError(f"{self.source}/{name}: not listed in {MANIFEST}")
         data = self._bytes(name)
-        digest = hashlib.sha256(data).hexdigest()
+        digest = revision(data)
         if len(data) != expected["bytes"] or digest != expected["sha256"]:
             raise ShardError(
                 f"{self.source}/{name}: damaged or replaced (SHA-256 {digest}, {len(data)} bytes; "

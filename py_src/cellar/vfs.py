@@ -60,7 +60,6 @@ blob's bytes from `blob_path(blob_id)` on the site and checks them with `verify_
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 import os
 import re
@@ -69,6 +68,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from os import PathLike
 from typing import Any
+
+from cellar.provenance import revision
 
 FORMAT = 1
 PATHMAP_FILE = "pathmap.json"
@@ -323,7 +324,7 @@ def check_blob_id(blob_id: object) -> str:
 
 def blob_id_of(data: bytes) -> str:
     """The blob id of `data`: `sha256:` and the SHA-256 hex digest of the bytes."""
-    return "sha256:" + hashlib.sha256(data).hexdigest()
+    return "sha256:" + revision(data)
 
 
 def blob_path(blob_id: str) -> str:
