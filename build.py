@@ -38,6 +38,8 @@ MODEL = ROOT / "models" / "minilm-l6-static-256"
 # What the tab needs of the model (its tokenizer.json is the upstream file the tests compare with).
 MODEL_FILES = ("model.json", "embeddings.npy", "scales.npy", "vocab.txt", "LICENSE", "README.md")
 SHARD = ROOT / "build" / "shard"
+RERENDERED = ROOT / "build" / "rerendered"
+RERENDER_WORKERS = 2  # this machine's cores; more workers than cores only share them
 CACHE = Path(os.environ.get("CELLAR_CACHE") or Path.home() / ".cache" / "cellar")
 
 # --- The pinned runtime --------------------------------------------------------------------------
@@ -302,16 +304,44 @@ def archive_files(corpus: Path) -> list[Path]:
                   and not any(part.startswith(".") for part in path.relative_to(corpus).parts))
 
 
-def step_index(corpus: Path, gold: Path | None) -> Path:
-    """Index the archive into build/shard with `cellar index` (skipped when nothing changed);
-    with a gold set, the refusal thresholds are calibrated on it."""
+def fingerprint(*paths: Path) -> str:
+    """The sources' fingerprint and every given file's name and SHA-256, as one digest."""
+    digest = hashlib.sha256(source_fingerprint().encode())
+    for path in paths:
+        digest.update(f"{path}\0{sha256_file(path)}\n".encode())
+    return digest.hexdigest()
+
+
+def step_rerender(corpus: Path) -> Path:
+    """Re-run the archive's notebooks in Pyodide with `cellar rerender` into build/rerendered,
+    using the runtime and wheels already in site/ (skipped when nothing changed)."""
+    digest = fingerprint(*archive_files(corpus), SITE / "build.json")
+    stamp = RERENDERED / ".cellar-rerender"
+    if stamp.exists() and stamp.read_text() == digest:
+        log(f"rerender: the fresh notebooks of {corpus} are up to date")
+        return RERENDERED
+    log(f"rerender: re-running the notebooks of {corpus} in {RERENDER_WORKERS} Pyodide workers")
+    if RERENDERED.exists():
+        shutil.rmtree(RERENDERED)
+    result = subprocess.run([str(VENV / "bin" / "cellar"), "rerender", str(corpus), "--out", str(RERENDERED),
+                             "--site", str(SITE), "--workers", str(RERENDER_WORKERS)])
+    if result.returncode != 0:
+        raise BuildError(f"`cellar rerender {corpus}` failed with exit status {result.returncode}")
+    stamp.write_text(digest)
+    return RERENDERED
+
+
+def step_index(corpus: Path, gold: Path | None, rerendered: Path | None) -> Path:
+    """Index the archive into build/shard with `cellar index` (skipped when nothing changed): the
+    fresh outputs of `rerendered` (None: the saved outputs, unchecked); with a gold set, the
+    refusal thresholds are calibrated on it."""
     if not corpus.is_dir():
         raise BuildError(f"{corpus}: no such folder to index")
     if gold is not None and not gold.is_file():
         raise BuildError(f"{gold}: no such gold set to calibrate on")
-    digest = hashlib.sha256(source_fingerprint().encode())
-    for path in [*archive_files(corpus), *(MODEL / name for name in MODEL_FILES), *([gold] if gold else [])]:
-        digest.update(f"{path}\0{sha256_file(path)}\n".encode())
+    fresh = archive_files(rerendered) if rerendered else []
+    digest = hashlib.sha256(fingerprint(*archive_files(corpus), *(MODEL / name for name in MODEL_FILES),
+                                        *([gold] if gold else []), *fresh).encode())
     stamp = SHARD / ".cellar-index"
     if stamp.exists() and stamp.read_text() == digest.hexdigest():
         log(f"index: the shard of {corpus} is up to date")
@@ -320,8 +350,9 @@ def step_index(corpus: Path, gold: Path | None) -> Path:
     if SHARD.exists():
         shutil.rmtree(SHARD)
     calibrate = ["--calibrate", str(gold)] if gold else []
+    fresh_outputs = ["--rerendered", str(rerendered)] if rerendered else []
     result = subprocess.run([str(VENV / "bin" / "cellar"), "index", str(corpus), "--out", str(SHARD),
-                             "--model", str(MODEL), *calibrate])
+                             "--model", str(MODEL), *calibrate, *fresh_outputs])
     if result.returncode not in (0, 1):  # 1: some files were skipped and reported; still a shard
         raise BuildError(f"`cellar index {corpus}` failed with exit status {result.returncode}")
     stamp.write_text(digest.hexdigest())
@@ -331,9 +362,21 @@ def step_index(corpus: Path, gold: Path | None) -> Path:
 # --- site: the static site -----------------------------------------------------------------------
 
 
-def site_plan(runtime: Path, lock: dict, wheels: list[Path], bundles: Path, corpus: Path,
-              shard: Path) -> tuple[dict[str, Path], dict]:
-    """What site/ holds: relative path -> source file, plus the site's own lock."""
+def runtime_plan(runtime: Path, lock: dict, wheels: list[Path]) -> tuple[dict[str, Path], dict]:
+    """What site/ holds to run Python: the Pyodide files and the wheels, plus the site's own lock."""
+    plan = {f"pyodide/{name}": runtime / name for name in CORE_FILES}
+    shipped = package_closure(lock, SITE_PACKAGES)
+    for name in shipped:
+        plan[f"pyodide/{lock['packages'][name]['file_name']}"] = runtime / lock["packages"][name]["file_name"]
+    for wheel in wheels:
+        plan[f"wheels/{wheel.name}"] = wheel
+    site_lock = {"info": lock["info"], "packages": {name: lock["packages"][name] for name in shipped}}
+    return plan, site_lock
+
+
+def content_plan(bundles: Path, corpus: Path, shard: Path, rerendered: Path | None) -> dict[str, Path]:
+    """What else site/ holds: pages, bundles, lessons, the model, the shard, the archive and the
+    re-rendered notebooks, as relative path -> source file."""
     plan: dict[str, Path] = {}
     for path in sorted(WEB.rglob("*")):
         if path.is_file() and path.parent != WEB / "bundles":  # those are bundled, not copied
@@ -349,15 +392,9 @@ def site_plan(runtime: Path, lock: dict, wheels: list[Path], bundles: Path, corp
         plan[f"shard/{path.relative_to(shard).as_posix()}"] = path
     for path in archive_files(corpus):  # the notebooks for the viewer, and inputs for re-rendering
         plan[f"archive/{path.relative_to(corpus).as_posix()}"] = path
-    for name in CORE_FILES:
-        plan[f"pyodide/{name}"] = runtime / name
-    shipped = package_closure(lock, SITE_PACKAGES)
-    for name in shipped:
-        plan[f"pyodide/{lock['packages'][name]['file_name']}"] = runtime / lock["packages"][name]["file_name"]
-    for wheel in wheels:
-        plan[f"wheels/{wheel.name}"] = wheel
-    site_lock = {"info": lock["info"], "packages": {name: lock["packages"][name] for name in shipped}}
-    return plan, site_lock
+    for path in archive_files(rerendered) if rerendered else []:  # fresh notebooks and report.json
+        plan[f"rendered/{path.relative_to(rerendered).as_posix()}"] = path
+    return plan
 
 
 def lesson_files() -> dict[str, list[str]]:
@@ -387,14 +424,15 @@ def write_if_changed(target: Path, content: str) -> bool:
     return True
 
 
-def step_site(corpus: Path = DEMO_ARCHIVE, gold: Path | None = None) -> Path:
+def step_site(corpus: Path = DEMO_ARCHIVE, gold: Path | None = None, rerender: bool = True) -> Path:
+    """Assemble site/: first what runs Python (so that `cellar rerender` can use it), then the
+    fresh notebooks, the shard made from them, and everything else; stale files are removed."""
     started = time.perf_counter()
     step_setup()
     runtime, lock = step_runtime()
     wheels = step_wheel()
     bundles = step_js()
-    shard = step_index(corpus, gold)
-    plan, site_lock = site_plan(runtime, lock, wheels, bundles, corpus, shard)
+    plan, site_lock = runtime_plan(runtime, lock, wheels)
     written = sum(sync_file(source, SITE / relative) for relative, source in plan.items())
     written += write_if_changed(SITE / "pyodide/pyodide-lock.json", json.dumps(site_lock, indent=1))
     manifest = {
@@ -405,8 +443,13 @@ def step_site(corpus: Path = DEMO_ARCHIVE, gold: Path | None = None) -> Path:
         "model": f"models/{MODEL.name}/",
         "shard": "shard/",
         "archive": "archive/",
+        "rendered": "rendered/" if rerender else None,
     }
     written += write_if_changed(SITE / "build.json", json.dumps(manifest, indent=1))
+    rerendered = step_rerender(corpus) if rerender else None
+    shard = step_index(corpus, gold, rerendered)
+    plan.update(content_plan(bundles, corpus, shard, rerendered))
+    written += sum(sync_file(source, SITE / relative) for relative, source in plan.items())
     lessons = [{"folder": folder, "files": files} for folder, files in lesson_files().items()]
     written += write_if_changed(SITE / "lessons/index.json", json.dumps({"lessons": lessons}, indent=1))
     keep = set(plan) | {"pyodide/pyodide-lock.json", "build.json", "lessons/index.json"}
@@ -451,7 +494,7 @@ def step_browser() -> None:
 
 
 def command_serve(args: argparse.Namespace) -> int:
-    step_site(args.corpus, args.gold)
+    step_site(args.corpus, args.gold, not args.no_rerender)
     return subprocess.call([str(venv_python()), "-m", "cellar", "serve", str(SITE),
                             "--host", args.host, "--port", str(args.port)])
 
@@ -460,6 +503,10 @@ def command_test(args: argparse.Namespace) -> int:
     step_browser()
     step_site()
     return subprocess.call([str(venv_python()), "-m", "pytest", *args.pytest_args], cwd=ROOT)
+
+
+NO_RERENDER_HELP = ("index the saved outputs as they are, without re-running the notebooks first "
+                    "(quicker for a large archive; every notebook's status is then `unchecked`)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -475,6 +522,7 @@ def main(argv: list[str] | None = None) -> int:
                       help="the archive to index and serve (default: the demo archive)")
     site.add_argument("--gold", type=Path, help="a gold set to calibrate refusal on "
                         "(default: the thresholds calibrated on the shared dev set)")
+    site.add_argument("--no-rerender", action="store_true", help=NO_RERENDER_HELP)
     commands.add_parser("browser", help="make sure Chromium is installed for the browser tests")
     serve = commands.add_parser("serve", help="build the site and serve it")
     serve.add_argument("--host", default="127.0.0.1")
@@ -483,6 +531,7 @@ def main(argv: list[str] | None = None) -> int:
                       help="the archive to index and serve (default: the demo archive)")
     serve.add_argument("--gold", type=Path, help="a gold set to calibrate refusal on "
                         "(default: the thresholds calibrated on the shared dev set)")
+    serve.add_argument("--no-rerender", action="store_true", help=NO_RERENDER_HELP)
     test = commands.add_parser("test", help="build the site and run the whole test suite")
     test.add_argument("pytest_args", nargs=argparse.REMAINDER, help="passed on to pytest")
     args = parser.parse_args(argv)
@@ -493,7 +542,7 @@ def main(argv: list[str] | None = None) -> int:
             return command_test(args)
         steps = {"setup": step_setup, "runtime": step_runtime, "browser": step_browser,
                  "wheel": lambda: (step_setup(), step_wheel()), "js": step_js,
-                 "site": lambda: step_site(args.corpus, args.gold)}
+                 "site": lambda: step_site(args.corpus, args.gold, not args.no_rerender)}
         steps[args.command]()
         return 0
     except BuildError as error:

@@ -239,6 +239,7 @@ function notebookCard(notebook, rank) {
     element("p", { className: "path" }, element("code", { textContent: notebook.path })),
     element("p", { className: "meta" }, facts ? `${facts} · ` : "", badges),
     notebook.warning ? element("p", { className: "warning", role: "note", textContent: notebook.warning }) : null,
+    notebook.note ? element("p", { className: "note muted small", textContent: notebook.note }) : null,
     element("ol", { className: "hits", ariaLabel: `Passages of ${notebook.title || notebook.path}` },
       ...notebook.hits.map((hit) => element("li", { className: `hit kind-${hit.kind}` }, hitBody(notebook, hit)))),
     notebook.neighbourhood.length ? neighbourhood(notebook) : null);

@@ -6,8 +6,8 @@
 //
 // Install caches the pages, the Pyodide runtime and the packages the worker loads, the wheels,
 // the model, the whole shard (fragments too, so any question can be answered offline) and the
-// archive's notebooks (for the viewer). It runs after the first result, so it never competes
-// with it.
+// archive's notebooks and their re-rendered versions (for the viewer). It runs after the first
+// result, so it never competes with it.
 //
 // Fetching: the runtime under pyodide/ is pinned by its version (in build.json) and comes from
 // the cache first. Everything else goes to the network first, so a rebuilt wheel, shard or page
@@ -60,7 +60,12 @@ async function siteFiles() {
       `${build.shard}manifest.json`,
       ...Object.keys(manifest.files).map((name) => build.shard + name),
     ],
-    notebooks: manifest.notebooks.map((entry) => archiveUrl(build.archive, entry.path)),
+    notebooks: [
+      ...manifest.notebooks.map((entry) => archiveUrl(build.archive, entry.path)),
+      // the viewer's view of the build's re-render: fresh notebooks and the archive's settings
+      ...manifest.notebooks.filter((entry) => entry.rendered).map((entry) => archiveUrl(build.rendered, entry.path)),
+      ...(build.rendered ? [archiveUrl(build.archive, "rerender.json")] : []),
+    ],
   };
 }
 

@@ -4,6 +4,10 @@
 // them: markdown rendered, code highlighted, outputs shown (HTML tables sanitised, images from
 // the notebook itself as data URIs, errors), and the cited cell marked and scrolled into view.
 //
+// When the site was built, `cellar rerender` ran every notebook (site/rendered/): the page shows that
+// run's status and, unless it is clean, the saved and fresh outputs side by side, since the index
+// holds the fresh outputs of clean and drifted notebooks.
+//
 // Re-render: the button runs the notebook in the tab with the code `cellar rerender` runs under
 // Node (cellar.web.rerender_*: cellar.environment, cellar.sandbox, cellar.rerender), the
 // archive's blobs fetched from the site and checked against their hashes. pandas, matplotlib and
@@ -52,6 +56,11 @@ async function show() {
   shown = await cellar.callWith({ files: { [file]: archiveUrl(build.archive, path) } },
     "cellar.web", "notebook_view", file, path);
   draw(shown);
+  if (build.rendered) {
+    showBuildRender().catch((error) => {
+      Object.assign($("built-status"), { textContent: `The build's re-render cannot be shown: ${error.message}`, className: "problem" });
+    });
+  }
   $("rerender").disabled = false;
   $("rerender").addEventListener("click", () => rerender().catch((error) => {
     say(`The re-render failed: ${error.message}`, "problem");
@@ -67,6 +76,22 @@ async function optionalText(name) {
   if (response.status === 404) return null;
   if (!response.ok) throw new Error(`${name}: ${response.status} ${response.statusText}`);
   return response.text();
+}
+
+// The fresh notebook `cellar rerender` wrote when the site was built (what the index holds for
+// clean and drifted notebooks), beside the saved one; a clean notebook only gets its status line.
+async function showBuildRender() {
+  const response = await fetch(archiveUrl(build.rendered, path));
+  if (response.status === 404) {
+    $("built-status").textContent = "This notebook was not re-rendered when the site was built.";
+    return;
+  }
+  if (!response.ok) throw new Error(`${response.status} ${response.statusText}`);
+  const [fresh, settings] = await Promise.all([response.text(), optionalText("rerender.json")]);
+  const result = await cellar.call("cellar.web", "rendered_view", `/archive/${path}`, fresh, path, settings);
+  statusLine($("built-status"), result, null);
+  if (result.status !== "clean" && !document.body.dataset.rerendered) sideBySide(result);
+  document.body.dataset.built = result.status;
 }
 
 async function rerender() {
@@ -86,22 +111,29 @@ async function rerender() {
   for (const blob of plan.blobs) files[`/archive/${blob}`] = archiveUrl(build.archive, blob);
   const result = await cellar.callWith({ files, timeout: (plan.limits.notebook_timeout + HOST_MARGIN_S) * 1000 },
     "cellar.web", "rerender_notebook", file, path, "/archive", texts, Object.keys(LOCK)[0]);
-  showRerender(result, (performance.now() - setup) / 1000);
-}
-
-function showRerender(result, seconds) {
-  const status = element("span", { className: `status status-${result.status}`, textContent: result.status });
-  const counts = ["same", "drifted", "failed", "not run"]
-    .map((badge) => [badge, result.cells.filter((cell) => cell.badge === badge).length])
-    .filter(([, n]) => n).map(([badge, n]) => `${n} ${badge}`).join(", ");
-  $("rerender-status").replaceChildren(status, ` ${counts} · ${seconds.toFixed(1)} s`,
-    ...(result.reason ? [element("br"), element("span", { className: "reason", textContent: `Why stale: ${result.reason}` })] : []));
-  $("rerender-status").className = "";
+  statusLine($("rerender-status"), result, `${((performance.now() - setup) / 1000).toFixed(1)} s in this tab`);
   const download = $("rerender-download");
   URL.revokeObjectURL(download.href);
   download.href = URL.createObjectURL(new Blob([result.ipynb], { type: "application/x-ipynb+json" }));
   download.download = path.split("/").at(-1);
   download.hidden = false;
+  sideBySide(result);
+  document.body.dataset.rerendered = result.status;
+}
+
+// "drifted 5 same, 1 drifted · <when>", and why, for stale.
+function statusLine(target, result, when) {
+  const status = element("span", { className: `status status-${result.status}`, textContent: result.status });
+  const counts = ["same", "drifted", "failed", "not run"]
+    .map((badge) => [badge, result.cells.filter((cell) => cell.badge === badge).length])
+    .filter(([, n]) => n).map(([badge, n]) => `${n} ${badge}`).join(", ");
+  target.replaceChildren(status, ` ${counts}${when ? ` · ${when}` : ""}`,
+    ...(result.reason ? [element("br"), element("span", { className: "reason", textContent: `Why stale: ${result.reason}` })] : []));
+  target.className = "";
+}
+
+// Each code cell's saved and fresh outputs in two columns, with its badge and what changed.
+function sideBySide(result) {
   for (const fresh of result.cells) {
     const item = $(`cell-${fresh.index}`);
     const saved = shown.cells[fresh.index];
@@ -124,7 +156,6 @@ function showRerender(result, seconds) {
         element("pre", { textContent: text })));
     }
   }
-  document.body.dataset.rerendered = result.status;
 }
 
 function draw(notebook) {

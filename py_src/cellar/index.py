@@ -16,9 +16,9 @@ import os
 import warnings
 from fnmatch import fnmatch
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import PurePath, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,8 +26,12 @@ from cellar.analysis import Analyzer, AnalyzerSettings
 from cellar.bm25 import BM25
 from cellar.embedding import StaticModel, quantise_rows
 
+if TYPE_CHECKING:  # chunking is imported where files are read: the query path does not need it
+    from cellar.chunking import Chunked
+
 KINDS = ("markdown", "code", "table", "scalar", "stream", "plot", "error", "text")
-STATUSES = ("clean", "drifted", "stale")
+# What re-rendering found (cellar.rerender); "unchecked": not re-rendered, the saved outputs as they are.
+STATUSES = ("clean", "drifted", "stale", "unchecked")
 NOTEBOOK_META = ("project", "author", "year", "vessel_class", "tags", "deprecated")
 
 # Files below an archive's root that describe or serve the archive rather than belong to it,
@@ -40,10 +44,21 @@ EXCLUDE = ("README.md", "README.txt", "requirements.txt", "blobs/*")
 Progress = Callable[[int, int, str], None]
 
 
+@dataclass(frozen=True)
+class Render:
+    """How a document's outputs stand: its re-render ``status`` (one of STATUSES), the ``reason``
+    for drifted or stale, and ``rendered``, the revision of the fresh notebook the re-render wrote
+    (None when it was not re-rendered)."""
+
+    status: str = "unchecked"
+    reason: str | None = None
+    rendered: str | None = None
+
+
 @dataclass
 class Index:
     """A searchable index. ``notebooks[n]`` is a dict: path, revision, title, meta, status,
-    start, end (its chunk rows), cells (cell count). ``chunks`` holds the chunk records in row
+    reason, rendered (see Render), start, end (its chunk rows), cells (cell count). ``chunks`` holds the chunk records in row
     order, or is None when they stay in the shard's fragment files until needed."""
 
     notebooks: list[dict[str, Any]]
@@ -85,16 +100,16 @@ def build_index(
     analyzer: AnalyzerSettings | None = None,
     *,
     cell_counts: Mapping[str, int] | None = None,
-    statuses: Mapping[str, str] | None = None,
+    renders: Mapping[str, Render] | None = None,
     titles: Mapping[str, str] | None = None,
     k1: float = 1.2,
     b: float = 0.75,
     progress: Progress | None = None,
 ) -> Index:
     """An Index of chunk records (the chunk record contract); records of one path may come in
-    any order relative to other paths and keep their own order. ``cell_counts``, ``statuses``
-    and ``titles`` are per path; the defaults are the highest cell + 1, ``clean``, and the
-    first heading (or the file name)."""
+    any order relative to other paths and keep their own order. ``cell_counts``, ``renders``
+    and ``titles`` are per path; the defaults are the highest cell + 1, ``Render()`` (unchecked),
+    and the first heading (or the file name)."""
     settings = analyzer or AnalyzerSettings()
     groups: dict[str, list[dict[str, Any]]] = {}
     for record in records:
@@ -102,14 +117,14 @@ def build_index(
     rows = [record for path in sorted(groups) for record in groups[path]]
     if not rows:
         raise ValueError("nothing to index: no chunk records")
-    statuses = statuses or {}
-    bad = {path: status for path, status in statuses.items() if status not in STATUSES}
+    renders = renders or {}
+    bad = {path: render.status for path, render in renders.items() if render.status not in STATUSES}
     if bad:
         raise ValueError(f"unknown status(es) {bad}; choose from {list(STATUSES)}")
     notebooks, start = [], 0
     for path in sorted(groups):
         group = groups[path]
-        notebooks.append(_notebook_entry(path, group, start, cell_counts, statuses, titles))
+        notebooks.append(_notebook_entry(path, group, start, cell_counts, renders.get(path, Render()), titles))
         start += len(group)
     report = progress or (lambda done, total, what: None)
     analyse = Analyzer(settings).terms
@@ -152,7 +167,7 @@ def _notebook_entry(
     group: Sequence[Mapping[str, Any]],
     start: int,
     cell_counts: Mapping[str, int] | None,
-    statuses: Mapping[str, str],
+    render: Render,
     titles: Mapping[str, str] | None,
 ) -> dict[str, Any]:
     revisions = {record["revision"] for record in group}
@@ -166,7 +181,9 @@ def _notebook_entry(
         "revision": revisions.pop(),
         "title": (titles or {}).get(path) or heading or PurePosixPath(path).stem,
         "meta": {key: first_meta[key] for key in NOTEBOOK_META if key in first_meta},
-        "status": statuses.get(path, "clean"),
+        "status": render.status,
+        "reason": render.reason,
+        "rendered": render.rendered,
         "start": start,
         "end": start + len(group),
         "cells": (cell_counts or {}).get(path, max(cells) + 1 if cells else 0),
@@ -191,10 +208,16 @@ def build_index_from_directory(
     rules: Sequence[Any] = (),
     glossary: Mapping[str, str] | None = None,
     exclude: Sequence[str] = EXCLUDE,
+    rerendered: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
 ) -> DirectoryBuild:
     """Chunk every notebook and .md/.txt document below ``corpus_dir`` and index the chunks,
     except the files whose path relative to ``corpus_dir`` matches a pattern of ``exclude``.
+
+    With ``rerendered``, the output folder of ``cellar rerender`` for this corpus, a notebook's
+    outputs are its fresh ones when it re-rendered clean or drifted, and its saved ones when it
+    is stale (``Render`` says which); its chunks still cite the archive file's revision. Without
+    it, every notebook is indexed with its saved outputs, unchecked.
 
     A file that cannot be read or parsed is reported as ``path: reason`` and skipped.
     ``model`` is a StaticModel or a model directory; ``rules`` come from
@@ -205,6 +228,11 @@ def build_index_from_directory(
 
     if not os.path.isdir(corpus_dir):
         raise ValueError(f"{corpus_dir}: not a folder")
+    report_entries = None
+    if rerendered is not None:
+        from cellar.rerender import read_report
+
+        report_entries = read_report(rerendered)
     model = model if isinstance(model, StaticModel) else load_model(model)
     files = [
         path for path in find_documents(corpus_dir)
@@ -214,6 +242,7 @@ def build_index_from_directory(
     records: list[dict[str, Any]] = []
     cell_counts: dict[str, int] = {}
     titles: dict[str, str] = {}
+    renders: dict[str, Render] = {}
     problems: list[str] = []
     skipped = 0
     for number, file_path in enumerate(files, 1):
@@ -227,8 +256,12 @@ def build_index_from_directory(
             skipped += 1
             continue
         problems += [str(warning.message) for warning in caught]
-        records += [chunk.record() for chunk in chunked.chunks]
         source = chunked.source
+        if report_entries is not None and not isinstance(source, str):
+            chunked, renders[source.path], problem = with_render(
+                chunked, report_entries.get(source.path), rerendered, rules)
+            problems += [problem] if problem else []
+        records += [chunk.record() for chunk in chunked.chunks]
         if chunked.chunks and not isinstance(source, str):
             path = chunked.chunks[0].path
             cell_counts[path] = len(source.cells)
@@ -237,5 +270,43 @@ def build_index_from_directory(
                 titles[path] = title.strip()
     report(len(files), len(files), "chunked")
     settings = AnalyzerSettings(glossary=tuple((glossary or {}).items()))
-    index = build_index(records, model, settings, cell_counts=cell_counts, titles=titles, progress=progress)
+    index = build_index(records, model, settings, cell_counts=cell_counts, renders=renders, titles=titles,
+                        progress=progress)
     return DirectoryBuild(index, len(files) - skipped, skipped, problems)
+
+
+def with_render(
+    chunked: Chunked,
+    entry: Mapping[str, Any] | None,
+    rerendered: str | os.PathLike[str],
+    rules: Sequence[Any] = (),
+) -> tuple[Chunked, Render, str | None]:
+    """The chunks to index for a notebook (``chunked``, its saved outputs), given its entry in the
+    re-render report: the fresh notebook's chunks, citing the archive file's revision, when it
+    re-rendered clean or drifted; the saved ones when it is stale. Anything that keeps the fresh
+    outputs from being trusted (no entry, a file changed since, a missing fresh notebook) keeps the
+    saved ones, unchecked, with a problem (``path: what``) to report."""
+    from cellar.chunking import chunk_notebook
+    from cellar.notebook import NotebookError, read_notebook
+
+    saved = chunked.source
+    path = saved.path
+    if entry is None:
+        return chunked, Render(), f"{path}: not in the re-render report; its saved outputs are indexed unchecked"
+    if entry.get("revision") != saved.revision:
+        return chunked, Render(), (f"{path}: changed since it was re-rendered (revision {str(entry.get('revision'))[:7]}, "
+                                   f"now {saved.revision[:7]}); its saved outputs are indexed unchecked")
+    fresh_file = PurePath(rerendered, path)
+    fresh, unreadable = None, None
+    try:
+        with open(fresh_file, "rb") as handle:
+            fresh = read_notebook(handle.read(), path)
+    except (OSError, NotebookError) as error:
+        unreadable = error
+    if entry["status"] == "stale":
+        return chunked, Render("stale", entry.get("reason"), fresh and fresh.revision), None
+    if fresh is None or len(fresh.cells) != len(saved.cells):
+        why = f"cannot be read ({unreadable})" if fresh is None else "has other cells than the archive's"
+        return chunked, Render(), f"{path}: its fresh notebook {fresh_file} {why}; saved outputs indexed unchecked"
+    render = Render(entry["status"], entry.get("reason"), fresh.revision)
+    return chunk_notebook(replace(fresh, revision=saved.revision), rules), render, None

@@ -39,6 +39,7 @@ from typing import Any
 
 from cellar import compare, environment, vfs
 from cellar.notebook import NEWEST_MINOR, Notebook, NotebookError, read_notebook
+from cellar.provenance import revision
 from cellar.pyodide_host import PyodideError, PyodideHost
 
 CONFIG_FILE = "rerender.json"
@@ -247,11 +248,12 @@ def rerender(
                 except queue.Empty:
                     return
                 relative = path.relative_to(archive).as_posix()
+                data = path.read_bytes()
                 try:
-                    saved = read_notebook(path.read_bytes(), relative)
+                    saved = read_notebook(data, relative)
                 except NotebookError as error:
                     record({"path": relative, "status": "stale", "reason": f"unreadable: {error.problem}",
-                            "seconds": 0.0, "cells": []})
+                            "revision": revision(data), "seconds": 0.0, "cells": []})
                     continue
                 sources = [cell.source for cell in saved.cells if cell.cell_type == "code"]
                 blocked = environment.blocking_requirement(sources, env)
@@ -268,7 +270,7 @@ def rerender(
                     record(_finish(saved, result, out / relative, sanitizers, env))
                 except (NotebookError, ValueError) as error:  # one odd notebook never stops the batch
                     record({"path": relative, "status": "stale", "reason": f"cannot be compared: {error}",
-                            "seconds": round(result["seconds"], 3), "cells": []})
+                            "revision": saved.revision, "seconds": round(result["seconds"], 3), "cells": []})
         except BaseException as error:  # a worker that cannot start stops the pool, and is raised below
             failures.append(error)
         finally:
@@ -311,8 +313,11 @@ def judge(saved: Notebook, result: dict[str, Any], sanitizers: tuple[tuple[re.Pa
     fresh = read_notebook(dump_notebook(draft), saved.path)
     comparison = compare.compare_notebooks(saved, fresh, sanitizers, stopped=result["stopped"])
     reason = comparison.reason and environment.attribute_failure(comparison.reason, env)
-    status = {"status": comparison.status, "reason": reason}
-    entry = {**comparison.to_dict(), "reason": reason, "seconds": round(result["seconds"], 3)}
+    # `ran`: how many code cells ran, so that a reader of the fresh notebook alone can tell a cell
+    # that printed nothing from one the run never reached
+    status = {"status": comparison.status, "reason": reason, "ran": len(result["cells"])}
+    entry = {**comparison.to_dict(), "reason": reason, "revision": saved.revision,
+             "seconds": round(result["seconds"], 3)}
     return fresh_notebook(saved, result["cells"], status), entry
 
 
@@ -329,6 +334,19 @@ def _report(archive: Path, env: environment.Environment, entries: list[dict[str,
                     "worker_start_seconds": [round(value, 2) for value in sorted(worker_starts)]},
         "notebooks": entries,
     }
+
+
+def read_report(out: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
+    """The entries of the report in a `rerender` output folder, by notebook path. A missing or
+    unreadable report is a ValueError that names it."""
+    path = Path(out) / REPORT_FILE
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+        return {entry["path"]: entry for entry in report["notebooks"]}
+    except FileNotFoundError:
+        raise ValueError(f"{path}: no re-render report here (run `cellar rerender ARCHIVE --out {out}`)") from None
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"{path}: not a re-render report: {error}") from None
 
 
 def summary(report: dict[str, Any]) -> str:

@@ -357,7 +357,12 @@ class Searcher:
             "neighbourhood": neighbourhood(records, hits[0]["cell"]) if hits else [],
         }
         if entry["status"] == "stale":
-            result["warning"] = f"{entry['path']} failed to re-run: its outputs may be out of date"
+            why = f" ({entry['reason']})" if entry.get("reason") else ""
+            result["warning"] = (f"{entry['path']} failed to re-run{why}: these are its saved outputs, "
+                                 "which may be out of date")
+        elif entry["status"] == "drifted":
+            result["note"] = ("re-run in the sandbox, some outputs came out different from the saved ones: "
+                              "these are the fresh outputs")
         return result
 
 

@@ -364,13 +364,43 @@ def rerender_notebook(file: str, path: str, archive_dir: str, texts: Mapping[str
         result = sandbox.run_notebook(sources, pathmap, rerender.load_blobs(Path(archive_dir), pathmap),
                                       rerender.notebook_cwd(path), sandbox.Limits(**settings.limits()))
     notebook, entry = rerender.judge(saved, result, compare.compile_sanitizers(settings.sanitizers), env)
-    fresh = read_notebook(rerender.dump_notebook(notebook), path)
+    ipynb = rerender.dump_notebook(notebook)
+    return _side_by_side(saved, read_notebook(ipynb, path), entry, ipynb)
+
+
+def rendered_view(saved_file: str, fresh_text: str, path: str, settings: str | None) -> dict[str, Any]:
+    """The same view as `rerender_notebook`, of the fresh notebook that `cellar rerender` wrote
+    when the site was built (`fresh_text`, from the site's rendered/ folder) rather than of a run
+    in the tab: its status and reason are the build's, its diffs computed again here with the
+    archive's sanitisers (`settings`: the rerender.json text or None)."""
+    from cellar import compare, rerender
+    from cellar.notebook import read_notebook
+
+    saved = read_notebook(Path(saved_file).read_bytes(), path)
+    ipynb = fresh_text.encode("utf-8")
+    fresh = read_notebook(ipynb, f"rendered/{path}")
+    outcome = fresh.metadata.get("cellar_rerender") or {}
+    if "status" not in outcome:
+        raise ValueError(f"rendered/{path}: not a notebook written by `cellar rerender` (no metadata.cellar_rerender)")
+    sanitizers = compare.compile_sanitizers(rerender.Settings.from_json(settings or "{}").sanitizers)
+    comparison = compare.compare_notebooks(saved, fresh, sanitizers)
+    entry = {"status": outcome["status"], "reason": outcome.get("reason"), "ran": outcome.get("ran"),
+             "seconds": None, "cells": comparison.to_dict()["cells"]}
+    return _side_by_side(saved, fresh, entry, ipynb)
+
+
+def _side_by_side(saved: Any, fresh: Any, entry: Mapping[str, Any], ipynb: bytes) -> dict[str, Any]:
+    """Per code cell: its fresh outputs, a badge (same | drifted | failed | not run) and the
+    output diffs of the report `entry`; with the notebook's status, reason and fresh text."""
+    from cellar import compare
+
     diffs = {cell["cell"]: cell["outputs"] for cell in entry["cells"]}
+    ran = fresh.metadata.get("cellar_rerender", {}).get("ran")
     code = [cell for cell in saved.cells if cell.cell_type == "code"]
     cells = []
     for number, cell in enumerate(code):
         outputs = fresh.cells[cell.index].outputs
-        if number >= len(result["cells"]):
+        if ran is not None and number >= ran:
             badge = "not run"
         elif compare.first_new_error(cell.outputs, outputs) is not None:
             badge = "failed"
@@ -378,5 +408,5 @@ def rerender_notebook(file: str, path: str, archive_dir: str, texts: Mapping[str
             badge = "drifted" if cell.index in diffs else "same"
         cells.append({"index": cell.index, "badge": badge, "outputs": [_output_view(o) for o in outputs],
                       "diffs": diffs.get(cell.index, [])})
-    return {"path": path, "status": entry["status"], "reason": entry["reason"], "seconds": entry["seconds"],
-            "cells": cells, "ipynb": rerender.dump_notebook(notebook).decode("utf-8")}
+    return {"path": saved.path, "status": entry["status"], "reason": entry["reason"], "seconds": entry["seconds"],
+            "cells": cells, "ipynb": ipynb.decode("utf-8")}

@@ -81,9 +81,9 @@ def in_tab(page, path: str, texts: dict, file_url: str | None = None) -> dict:
 def test_the_fuel_notebook_drifts_in_the_tab_exactly_as_under_node(page, site_url, screenshot, node_fuel):
     node_file, node_entry = node_fuel
     requests = open_viewer(page, site_url, FUEL)
+    page.wait_for_function("document.body.dataset.built", timeout=BOOT_TIMEOUT_MS)
     assert not [url for url in requests if "pandas" in url or "matplotlib" in url], \
-        "pandas and matplotlib load only for a re-render"
-    expect(page.locator(".compare")).to_have_count(0)
+        "pandas and matplotlib load only for a re-render in the tab"
 
     assert rerender(page) == "drifted"
     assert [url for url in requests if "/pyodide/pandas" in url] and [url for url in requests if "/pyodide/matplotlib" in url]
@@ -115,6 +115,30 @@ def test_the_fuel_notebook_drifts_in_the_tab_exactly_as_under_node(page, site_ur
     ballast = in_tab(page, BALLAST, {**texts, "settings": None})
     assert ballast["status"] == "clean" and ballast["reason"] is None
     assert {cell["badge"] for cell in ballast["cells"]} == {"same"}
+
+
+def test_the_viewer_shows_the_rerender_made_when_the_site_was_built(page, site, site_url, screenshot):
+    report = {entry["path"]: entry for entry in json.loads((site / "rendered" / "report.json").read_text())["notebooks"]}
+    # Drifted: the build's fresh outputs (which the index holds) beside the saved ones, at once.
+    open_viewer(page, site_url, FUEL)
+    page.wait_for_function("document.body.dataset.built", timeout=BOOT_TIMEOUT_MS)
+    assert page.evaluate("document.body.dataset.built") == report[FUEL]["status"] == "drifted"
+    expect(page.locator("#built-status .status")).to_have_text("drifted")
+    assert {cell for cell, badge in badges(page).items() if badge == "drifted"} == {
+        cell["cell"] for cell in report[FUEL]["cells"]}
+    expect(page.locator("#cell-5 .outputs.saved")).to_contain_text("797 t")
+    expect(page.locator("#cell-5 .outputs.fresh")).to_contain_text("772 t")
+    expect(page.locator("#rerender-status")).to_be_empty()  # nothing ran in this tab
+    screenshot("viewer-built-fuel")
+    # Clean: the status line only; stale: the reason, and the cell that failed at build time.
+    open_viewer(page, site_url, BALLAST)
+    page.wait_for_function("document.body.dataset.built", timeout=BOOT_TIMEOUT_MS)
+    expect(page.locator("#built-status .status")).to_have_text("clean")
+    expect(page.locator(".compare")).to_have_count(0)
+    open_viewer(page, site_url, DIEPGANG)
+    page.wait_for_function("document.body.dataset.built", timeout=BOOT_TIMEOUT_MS)
+    expect(page.locator("#built-status .reason")).to_contain_text("diepgangen_22031.csv")
+    assert "failed" in badges(page).values()
 
 
 def test_a_runaway_cell_is_stopped_at_its_time_limit_and_the_page_stays_usable(page, site_url):

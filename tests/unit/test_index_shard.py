@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from cellar.embedding import load_model
-from cellar.index import build_index, build_index_from_directory
+from cellar.index import Render, build_index, build_index_from_directory
 from cellar.shard import MANIFEST, Shard, ShardError, open_shard, shard_files, write_shard
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,7 +52,7 @@ def test_chunks_are_contiguous_per_notebook(built):
         rows = index.chunks[entry["start"] : entry["end"]]
         assert {record["path"] for record in rows} == {entry["path"]}
         assert np.all(index.chunk_notebook[entry["start"] : entry["end"]] == n)
-        assert entry["status"] == "clean" and entry["title"]
+        assert entry["status"] == "unchecked" and entry["rendered"] is None and entry["title"]
     assert index.notebooks[-1]["end"] == index.n_chunks
     assert index.vectors.dtype == np.int8 and index.scales.dtype == np.float32
 
@@ -134,4 +134,4 @@ def test_build_index_rejects_no_records_and_unknown_status(model):
     record = {"id": "a", "kind": "text", "path": "a.txt", "cell": None, "output": None, "revision": "r",
               "quote": "x", "start": 0, "end": 1, "text": "x", "meta": {}}
     with pytest.raises(ValueError, match="unknown status"):
-        build_index([record], model, statuses={"a.txt": "broken"})
+        build_index([record], model, renders={"a.txt": Render("broken")})

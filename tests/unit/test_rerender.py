@@ -10,11 +10,19 @@ from pathlib import Path
 import pytest
 
 from cellar import environment, vfs
+from cellar.chunking import chunk_file
 from cellar.cli import main
-from cellar.rerender import find_notebooks, notebook_cwd, reason_key
+from cellar.embedding import load_model
+from cellar.index import build_index_from_directory
+from cellar.provenance import revision
+from cellar.rerender import find_notebooks, notebook_cwd, read_report, reason_key, summary
+from cellar.search import Searcher
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "demo" / "archive"
+MODEL = ROOT / "models" / "minilm-l6-static-256"
+FUEL = "2019/19-063 Fuel/fuel_consumption_19063.ipynb"
+DIEPGANG = "2022/22-031 Diepgang/diepgang_meting_22031.ipynb"
 
 
 def test_requirements_are_read_with_hashes_and_bad_lines_named(tmp_path):
@@ -63,25 +71,73 @@ def test_paths_and_reasons():
     assert reason_key("requirement coolprop: no build (cell 3: ValueError: x)") == "requirement coolprop: no build"
 
 
-def test_rerender_the_demo_archive_gives_the_designed_statuses(site, tmp_path, capsys):
+@pytest.fixture(scope="module")
+def demo_fresh(site, tmp_path_factory) -> Path:
+    """`cellar rerender` of the demo archive with two workers: its output folder."""
     if not DEMO.is_dir():
         pytest.skip(f"{DEMO} not found: the demo archive is written by demo/make_archive.py")
-    notebooks = find_notebooks(DEMO)
     before = {path: path.read_bytes() for path in DEMO.rglob("*") if path.is_file()}
-    out = tmp_path / "fresh"
-    assert main(["rerender", str(DEMO), "--out", str(out), "--site", str(site)]) == 0
-    assert {path: path.read_bytes() for path in DEMO.rglob("*") if path.is_file()} == before
-    report = json.loads((out / "report.json").read_text())
+    out = tmp_path_factory.mktemp("fresh")
+    assert main(["rerender", str(DEMO), "--out", str(out), "--site", str(site), "--workers", "2"]) == 0
+    assert {path: path.read_bytes() for path in DEMO.rglob("*") if path.is_file()} == before, "the archive is never written"
+    return out
+
+
+def test_rerender_the_demo_archive_gives_the_designed_statuses(demo_fresh):
+    report = json.loads((demo_fresh / "report.json").read_text())
     designed = {path.relative_to(DEMO).as_posix(): json.loads(path.read_text())["metadata"]["cellar"]["designed_status"]
-                for path in notebooks}
+                for path in find_notebooks(DEMO)}
     assert {entry["path"]: entry["status"] for entry in report["notebooks"]} == designed
     stale = next(entry for entry in report["notebooks"] if entry["status"] == "stale")
     assert "diepgangen_22031.csv" in stale["reason"] and "path map" in stale["reason"]
     for path, status in designed.items():
-        fresh = json.loads((out / path).read_text())
+        fresh = json.loads((demo_fresh / path).read_text())
         assert fresh["metadata"]["cellar_rerender"]["status"] == status
-    table = capsys.readouterr().out
-    assert "clean" in table and "top stale reasons" in table
+        entry = next(entry for entry in report["notebooks"] if entry["path"] == path)
+        assert entry["revision"] == revision((DEMO / path).read_bytes())
+    table = summary(report)
+    assert "clean" in table and "top stale reasons" in table and "diepgangen_22031.csv" in table
+
+
+def test_the_index_holds_fresh_outputs_for_clean_and_drifted_and_saved_ones_for_stale(demo_fresh):
+    model = load_model(MODEL)
+    index = build_index_from_directory(DEMO, model, rerendered=demo_fresh).index
+    entries = {entry["path"]: entry for entry in index.notebooks}
+    report = read_report(demo_fresh)
+    assert {path: entry["status"] for path, entry in entries.items()} == {
+        path: entry["status"] for path, entry in report.items()}
+    # The drifted fuel notebook: its fresh total (corrected SFOC input) is what is searched, cited
+    # as the archive file's revision, with the fresh notebook's own revision beside it.
+    fuel = entries[FUEL]
+    assert fuel["revision"] == revision((DEMO / FUEL).read_bytes())
+    assert fuel["rendered"] == revision((demo_fresh / FUEL).read_bytes())
+    quotes = " ".join(record["quote"] for record in index.chunks[fuel["start"]:fuel["end"]])
+    saved_total, fresh_total = "HFO for the voyage (main engine): 797 t", "HFO for the voyage (main engine): 772 t"
+    assert saved_total in (DEMO / FUEL).read_text() and fresh_total in quotes and saved_total not in quotes
+    assert {record["revision"] for record in index.chunks[fuel["start"]:fuel["end"]]} == {fuel["revision"]}
+    answer = Searcher(index, model).search("HFO for the voyage main engine Rotterdam Singapore")
+    best = answer["notebooks"][0]
+    assert best["path"] == FUEL and best["status"] == "drifted" and "fresh outputs" in best["note"]
+    # The stale draught notebook keeps its saved outputs, ranks lower and says why.
+    stale = entries[DIEPGANG]
+    assert stale["status"] == "stale" and "diepgangen_22031.csv" in stale["reason"]
+    saved = [chunk.record()["quote"] for chunk in chunk_file(DEMO / DIEPGANG, DEMO).chunks]
+    assert [record["quote"] for record in index.chunks[stale["start"]:stale["end"]]] == saved
+
+
+def test_a_notebook_changed_since_its_rerender_is_indexed_unchecked(demo_fresh, tmp_path):
+    archive = tmp_path / "archive"
+    shutil.copytree(DEMO, archive)
+    edited = json.loads((archive / FUEL).read_text())
+    edited["cells"][0]["source"] = "# Fuel consumption, revised\n"
+    (archive / FUEL).write_text(json.dumps(edited))
+    built = build_index_from_directory(archive, load_model(MODEL), rerendered=demo_fresh)
+    entry = next(entry for entry in built.index.notebooks if entry["path"] == FUEL)
+    assert entry["status"] == "unchecked" and entry["rendered"] is None
+    assert [problem for problem in built.problems if problem.startswith(f"{FUEL}: changed since it was re-rendered")]
+    assert "797 t" in " ".join(built.index.chunks[i]["quote"] for i in range(entry["start"], entry["end"]))
+    with pytest.raises(ValueError, match=r"report.json: no re-render report here"):
+        build_index_from_directory(archive, load_model(MODEL), rerendered=tmp_path / "nothing")
 
 
 def test_the_tab_plans_from_the_sites_lock_and_names_what_it_cannot_provide(site):

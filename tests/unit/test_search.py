@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from cellar.embedding import load_model
-from cellar.index import KINDS, build_index, build_index_from_directory
+from cellar.index import KINDS, Render, build_index, build_index_from_directory
 from cellar.search import DEFAULT_CALIBRATION, Filters, Searcher, calibrate, evaluate, read_gold, refuses
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,7 +48,7 @@ def small(model):
         record("stale.ipynb", 0, "markdown", "mooring line tension most loaded line"),
         record("fresh.ipynb", 0, "markdown", "mooring line tension of the barge, most loaded line"),
     ]
-    index = build_index(records, model, statuses={"stale.ipynb": "stale"})
+    index = build_index(records, model, renders={"stale.ipynb": Render("stale", "cell 3: FileNotFoundError: tanks.csv")})
     return Searcher(index, model)
 
 
@@ -64,7 +64,7 @@ def test_answer_contract(small):
     assert 1 <= len(answer["notebooks"]) <= 3
     for nb in answer["notebooks"]:
         assert {"path", "revision", "score", "status", "title", "hits", "neighbourhood"} <= set(nb)
-        assert isinstance(nb["score"], float) and nb["status"] in ("clean", "drifted", "stale")
+        assert isinstance(nb["score"], float) and nb["status"] in ("clean", "drifted", "stale", "unchecked")
         for hit in nb["hits"]:
             assert set(hit) == {"chunk_id", "kind", "cell", "output", "score", "quote", "start", "end"}
             assert isinstance(hit["quote"], str) and isinstance(hit["score"], float)
@@ -112,7 +112,7 @@ def test_stale_ranks_lower_with_a_warning(small):
     found = paths(answer)
     assert found[0] == "fresh.ipynb" and "stale.ipynb" in found
     stale = answer["notebooks"][found.index("stale.ipynb")]
-    assert stale["status"] == "stale" and "stale.ipynb" in stale["warning"]
+    assert stale["status"] == "stale" and "stale.ipynb" in stale["warning"] and "tanks.csv" in stale["warning"]
     assert stale["warning"] in answer["warnings"]
 
 

@@ -1,6 +1,11 @@
-"""`cellar index CORPUS_DIR --out SHARD_DIR [--model DIR] [--rules RULES.json] [--glossary GLOSSARY.json]
-[--calibrate GOLD.jsonl]`: chunk, analyse and embed every notebook and .md/.txt document below
-CORPUS_DIR and write the search shard.
+"""`cellar index CORPUS_DIR --out SHARD_DIR [--rerendered DIR] [--model DIR] [--rules RULES.json]
+[--glossary GLOSSARY.json] [--calibrate GOLD.jsonl]`: chunk, analyse and embed every notebook and
+.md/.txt document below CORPUS_DIR and write the search shard.
+
+With --rerendered (the --out folder of `cellar rerender CORPUS_DIR`), notebooks that re-rendered
+clean or drifted are indexed with their fresh outputs and stale ones with their saved outputs,
+ranked lower and shown with a warning; every hit still cites the archive file's revision. Without
+it, the saved outputs are indexed as they are and every notebook's status is `unchecked`.
 
 Bad files are reported on stderr as `path: reason` and skipped. With --calibrate, the refusal
 thresholds are fitted on a gold set (shared/gold/README.md) and stored in the shard manifest.
@@ -14,6 +19,7 @@ import argparse
 import json
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 from cellar.chunking import parse_rules
@@ -30,6 +36,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("corpus", metavar="CORPUS_DIR", help="folder of notebooks and documents")
     parser.add_argument("--out", required=True, metavar="SHARD_DIR", help="where to write the shard")
+    parser.add_argument("--rerendered", metavar="DIR",
+                        help="the output folder of `cellar rerender` for this corpus: index fresh outputs")
     parser.add_argument("--model", default=str(DEFAULT_MODEL), metavar="DIR", help="embedding model folder")
     parser.add_argument("--rules", metavar="RULES.json", help='metadata rules: [{"pattern": REGEX, "meta": {...}}]')
     parser.add_argument("--glossary", metavar="GLOSSARY.json", help='abbreviations: {"kk vk": "kortsluiting ..."}')
@@ -51,7 +59,8 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     bar = _bar if sys.stderr.isatty() else None
     try:
-        built = build_index_from_directory(args.corpus, model, rules=rules, glossary=glossary, progress=bar)
+        built = build_index_from_directory(args.corpus, model, rules=rules, glossary=glossary,
+                                           rerendered=args.rerendered, progress=bar)
     except ValueError as error:
         print(f"\ncellar index: {error}", file=sys.stderr)
         return 2
@@ -70,6 +79,8 @@ def run(args: argparse.Namespace) -> int:
         f"shard {args.out}: {sum(sizes.values()) / 1e6:.1f} MB in {len(sizes)} files; {seconds:.1f} s",
         file=sys.stderr,
     )
+    statuses = Counter(entry["status"] for entry in index.notebooks)
+    print("statuses: " + ", ".join(f"{n} {status}" for status, n in sorted(statuses.items())), file=sys.stderr)
     if gold is not None:
         cal = index.calibration
         print(f"calibration: {json.dumps(cal['thresholds'])}, refuses {cal['refused']['out_of_scope']} of "
