@@ -188,11 +188,12 @@ def site_runtime(site: Path) -> tuple[Path, list[str]]:
 
 
 def _progress(done: int, total: int, counts: Counter, started: float) -> None:
+    """A bar redrawn in place on a terminal; a line per notebook in a log (CI, a build's output)."""
     width = 30
     filled = width * done // max(total, 1)
     tally = " ".join(f"{status} {counts[status]}" for status in ("clean", "drifted", "stale"))
-    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} notebooks  "
-                     f"{tally}  {time.monotonic() - started:.0f} s")
+    line = f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total} notebooks  {tally}  {time.monotonic() - started:.0f} s"
+    sys.stderr.write(f"\r{line}" if sys.stderr.isatty() else f"{line}\n")
     sys.stderr.flush()
 
 
@@ -286,7 +287,7 @@ def rerender(
         thread.join()
     if failures:
         raise failures[0]
-    if progress:
+    if progress and sys.stderr.isatty():
         sys.stderr.write("\n")
     report = _report(archive, env, [entries[path.relative_to(archive).as_posix()] for path in paths],
                      worker_starts, time.monotonic() - started, workers)

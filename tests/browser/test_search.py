@@ -159,6 +159,33 @@ def test_the_page_answers_as_cpython_refuses_filters_and_speaks_dutch(page, site
     screenshot("search-dutch")
 
 
+def test_results_carry_the_rerender_status_fresh_outputs_and_the_stale_warning(page, site_url, screenshot):
+    page.goto(site_url)
+    page.wait_for_function("document.body.dataset.searchReady === 'true'", timeout=BOOT_TIMEOUT_MS)
+    box = page.get_by_label("Search the archive")
+    # The fuel notebook drifted when the site was built (a corrected input): the fresh total is
+    # what is found and shown, not the saved one.
+    question = "HFO for the voyage main engine Rotterdam Singapore"
+    box.fill(question)
+    box.press("Enter")
+    answered(page, question)
+    fuel = page.locator("#notebooks > li").first
+    expect(fuel.locator(".path")).to_have_text("2019/19-063 Fuel/fuel_consumption_19063.ipynb")
+    expect(fuel.locator(".status").first).to_have_text("drifted")
+    expect(fuel.locator(".note")).to_contain_text("fresh outputs")
+    expect(fuel.locator(".hits")).to_contain_text("772 t")
+    expect(fuel.locator(".hits")).not_to_contain_text("797 t")
+    screenshot("search-drifted")
+    # The draught survey could not re-run (its input stayed on a desktop): saved outputs, a warning.
+    question = "diepgang trim meting diepgangmerken"
+    box.fill(question)
+    box.press("Enter")
+    answered(page, question)
+    stale = page.locator("#notebooks > li", has_text="22-031").first
+    expect(stale.locator(".status").first).to_have_text("stale")
+    expect(stale.locator(".warning")).to_contain_text("diepgangen_22031.csv")
+
+
 def test_after_the_first_visit_search_and_viewer_work_with_the_server_stopped(browser, site):
     server = serve_in_background(site)  # its own server (and origin): this test stops it
     url = f"http://127.0.0.1:{server.server_port}/"
