@@ -154,6 +154,17 @@ def main() -> int:
     ratio = two["timings"]["total_seconds"] / nbclient_total
     print(f"ratio rerender --workers 2 / nbclient = {ratio:.2f} (target < 0.33: "
           f"{'met' if ratio < 1 / 3 else 'not met'})")
+    # Where the time goes: the notebooks that take longest in Pyodide, beside nbclient's time.
+    theirs = {path.relative_to(archive).as_posix(): seconds for path, seconds in zip(notebooks, nbclient_each)}
+    ours = {entry["path"]: entry["seconds"] for entry in one["notebooks"]}
+    slowest = sorted(ours, key=ours.get, reverse=True)[:3]
+    for path in slowest:
+        print(f"  {ours[path]:7.1f} s in Pyodide, {theirs[path]:6.1f} s in nbclient: {path}")
+    rest_ours = sum(ours.values()) - ours[slowest[0]]
+    rest_theirs = nbclient_total - theirs[slowest[0]]
+    print(f"without the slowest notebook: Pyodide {rest_ours:.1f} s of runs on one warm worker "
+          f"(+ {start_one:.1f} s start) vs nbclient {rest_theirs:.1f} s = "
+          f"{(rest_ours + start_one) / rest_theirs:.2f}")
     stale = {entry["path"] for entry in two["notebooks"] if entry["status"] == "stale"}
     same, total = same_cells(archive, work / "two", work / "nbclient", stale)
     print(f"code cells of the {n - len(stale)} notebooks that ran whose Pyodide outputs equal a fresh "

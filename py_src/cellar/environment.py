@@ -8,8 +8,8 @@ sorts each requirement into:
   version, if pinned) and its file is in the runtime folder; the worker loads it by name;
 - a pure-Python wheel (`py3-none-any`), fetched with `pip download` (never at run time) into a
   cache, checked against the requirement's `--hash` values if it has any, and recorded with its
-  SHA-256; the worker installs all of them in one `micropip.install([...], deps=False)` call,
-  so micropip never goes online for a dependency;
+  SHA-256; the worker installs them by file with `pyodide.loadPackage`, which reads no wheel's
+  requirements, so nothing goes online for a dependency;
 - unavailable, with the reason (no WebAssembly build: pip found no pure wheel; or a pinned version
   the runtime does not ship). Notebooks that import it are stale with that reason
   (`blocking_requirement`), rather than crashing or being skipped in silence.
@@ -25,12 +25,12 @@ import json
 import re
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cellar.provenance import file_revision
+from cellar.provenance import file_revision, revision
 
 REQUIREMENT = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*(?:==\s*([^\s;#]+))?")
 HASH = re.compile(r"--hash=sha256:([0-9a-f]{64})")
@@ -38,7 +38,7 @@ HASH = re.compile(r"--hash=sha256:([0-9a-f]{64})")
 IMPORT_NAMES = {"python-ternary": "ternary", "scikit-learn": "sklearn", "pillow": "PIL",
                 "python-dateutil": "dateutil", "typing-extensions": "typing_extensions",
                 "pyyaml": "yaml", "beautifulsoup4": "bs4", "coolprop": "CoolProp"}
-BASE_PACKAGES = ("ipython", "matplotlib")  # what cellar.sandbox itself needs
+BASE_PACKAGES = ("ipython", "matplotlib", "pandas")  # what cellar.sandbox.prepare() imports
 
 
 class RequirementsError(ValueError):
@@ -110,6 +110,20 @@ def runtime_builds(lock: dict[str, Any], shipped: Callable[[str], bool] = lambda
 def _runtime_builds(runtime: Path) -> dict[str, tuple[str, str]]:
     lock = json.loads((runtime / "pyodide-lock.json").read_text(encoding="utf-8"))
     return runtime_builds(lock, lambda file_name: (runtime / file_name).is_file())
+
+
+def fingerprint(runtime: str | Path, packages: Sequence[str], wheels: Sequence[str | Path]) -> str:
+    """`pyodide-<version>-<16 hex digits>`, a name for what a worker loads: the runtime's lock
+    (Pyodide's version, each package's version and hash), the packages and the wheels' file names.
+
+    Names, not contents: a wheel rebuilt under the same name keeps the fingerprint, so what is
+    kept under it must check such files itself (as checked-hash bytecode does).
+    """
+    lock = Path(runtime) / "pyodide-lock.json"
+    version = json.loads(lock.read_text(encoding="utf-8"))["info"]["version"]
+    names = sorted(Path(wheel).name for wheel in wheels)
+    digest = revision(json.dumps([file_revision(lock), sorted(packages), names]))
+    return f"pyodide-{version}-{digest[:16]}"
 
 
 def _pure_wheel(requirement: Requirement, cache: Path) -> Wheel | str:

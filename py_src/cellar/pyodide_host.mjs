@@ -1,12 +1,16 @@
 // Runs Python in Pyodide under Node for cellar.pyodide_host: the same runtime and the same
 // cellar wheel as the browser tab, driven over a line protocol on stdin / stdout.
 //
-//   node pyodide_host.mjs '{"runtime": DIR, "wheels": [PATH...], "packages": [NAME...]}'
+//   node pyodide_host.mjs '{"runtime": DIR, "wheels": [PATH...], "packages": [NAME...],
+//                           "files": {PYODIDE_PATH: HOST_PATH...}}'
+//
+// `files` are copied into Pyodide's file system before any Python of the caller's runs.
 //
 // Each request is one JSON line {"id", "code"}; each reply one line starting with MARK:
 // {"id", "ok": true, "value": <JSON text of the code's final expression>} or
 // {"id", "ok": false, "error": <Python traceback>}. Python's own output goes to stderr, so
-// nothing a notebook prints can be mistaken for a reply.
+// nothing a notebook prints can be mistaken for a reply. {"id", "read": PATH} replies with the
+// bytes of a file in Pyodide's file system in base64 (coded here in Node: in Python it is slow).
 //
 // Python runs on this thread, so nothing here can interrupt it while it runs. A watchdog thread
 // can: Python arms it with `js.cellarArmDeadline(seconds)` (0 disarms), and when the deadline
@@ -15,7 +19,7 @@
 // its reach; cellar.pyodide_host's per-request timeout kills the process for that.
 
 import { readFile } from "node:fs/promises";
-import { basename, resolve } from "node:path";
+import { dirname, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
@@ -30,18 +34,20 @@ const pyodide = await pyodideModule.loadPyodide({
   stdout: (line) => process.stderr.write(line + "\n"),
   stderr: (line) => process.stderr.write(line + "\n"),
 });
-await pyodide.loadPackage(["micropip", ...options.packages], { messageCallback: () => {} });
-if (options.wheels.length) {
-  // micropip installs from emfs: URLs in Node; deps=False, as in the tab, so nothing is looked
-  // up online.
-  pyodide.FS.mkdirTree("/tmp/wheels");
-  const urls = [];
-  for (const wheel of options.wheels) {
-    const target = `/tmp/wheels/${basename(wheel)}`;
-    pyodide.FS.writeFile(target, await readFile(wheel));
-    urls.push(`emfs:${target}`);
-  }
-  await pyodide.pyimport("micropip").install.callKwargs(urls, { deps: false });
+// The wheels by path in the same call as the runtime's packages, as the tab does, and half a
+// second sooner than micropip: loadPackage reads no wheel's requirements, so nothing is looked
+// up online. micropip is loaded, not imported: it is there for a notebook that imports it.
+// loadPackage reports a package it cannot load without failing: fail here.
+const failures = [];
+await pyodide.loadPackage(["micropip", ...options.packages, ...options.wheels],
+  { messageCallback: () => {}, errorCallback: (message) => failures.push(message) });
+if (failures.length) {
+  reply({ id: 0, ok: false, error: failures.join("\n") });
+  process.exit(1);
+}
+for (const [target, source] of Object.entries(options.files)) {
+  pyodide.FS.mkdirTree(dirname(target));
+  pyodide.FS.writeFile(target, await readFile(source));
 }
 
 // interrupt[0]: Pyodide's interrupt buffer; deadline[0]: Date.now() at which to trip it (0: none);
@@ -77,12 +83,27 @@ cellar_host_run
 `);
 reply({ id: 0, ok: true, value: JSON.stringify({ python: pyodide.version }) });
 
+async function answer(request) {
+  if ("read" in request) {
+    return Buffer.from(pyodide.FS.readFile(request.read)).toString("base64");
+  }
+  return await run(request.code);
+}
+
+// A failed request's error text: Python's traceback, or for a file system error (Emscripten's
+// carry only an errno) the file and the errno's name.
+function describe(error, request) {
+  if (error.errno === undefined) return String(error.message ?? error);
+  const name = Object.keys(pyodide.ERRNO_CODES).find((code) => pyodide.ERRNO_CODES[code] === error.errno);
+  return `${request.read}: ${name ?? error.errno}`;
+}
+
 for await (const line of createInterface({ input: process.stdin })) {
   if (!line.trim()) continue;
   const request = JSON.parse(line);
   try {
-    reply({ id: request.id, ok: true, value: await run(request.code) });
+    reply({ id: request.id, ok: true, value: await answer(request) });
   } catch (error) {
-    reply({ id: request.id, ok: false, error: String(error.message ?? error) });
+    reply({ id: request.id, ok: false, error: describe(error, request) });
   }
 }

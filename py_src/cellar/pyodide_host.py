@@ -6,17 +6,21 @@ it measures is what the browser tab runs.
 
     with PyodideHost(site / "pyodide", wheels=[...]) as host:
         host.run("import cellar.provenance as p; p.revision('abc')")   # -> 'ba7816bf...'
+
+    with PyodideHost(site / "pyodide", files={"/tmp/in.zip": "in.zip"}) as host:  # copied in
+        host.read_file("/tmp/in.zip")   # -> the bytes of a file in Pyodide's file system
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import selectors
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from os import PathLike
 from pathlib import Path
 from typing import Any
@@ -30,13 +34,15 @@ class PyodideError(Exception):
 
 
 class PyodideHost:
-    """One Node process running Pyodide, with the given wheels installed and packages loaded."""
+    """One Node process running Pyodide, with the given wheels installed, packages loaded and
+    `files` (Pyodide path -> host path) copied into Pyodide's file system."""
 
     def __init__(
         self,
         runtime: str | PathLike[str],
         wheels: Sequence[str | PathLike[str]] = (),
         packages: Sequence[str] = ("numpy",),
+        files: Mapping[str, str | PathLike[str]] | None = None,
         node: str = "node",
         start_timeout: float = 180.0,
     ) -> None:
@@ -48,7 +54,11 @@ class PyodideHost:
             "runtime": str(Path(runtime).resolve()),
             "wheels": [str(Path(wheel).resolve()) for wheel in wheels],
             "packages": list(packages),
+            "files": {target: str(Path(source).resolve()) for target, source in (files or {}).items()},
         }
+        for source in options["files"].values():
+            if not Path(source).is_file():
+                raise FileNotFoundError(f"{source}: no such file to copy into Pyodide")
         started = time.perf_counter()
         self._process = subprocess.Popen(
             [node, str(SCRIPT), json.dumps(options)],
@@ -61,12 +71,19 @@ class PyodideHost:
 
     def run(self, code: str, timeout: float | None = 300.0) -> Any:
         """Run Python source in Pyodide; return the JSON-decoded value of its final expression."""
-        self._next_id += 1
-        self._process.stdin.write(json.dumps({"id": self._next_id, "code": code}) + "\n")
-        self._process.stdin.flush()
-        return json.loads(self._read_reply(self._next_id, timeout))
+        return json.loads(self._request({"code": code}, timeout))
 
-    def _read_reply(self, request_id: int, timeout: float | None) -> str:
+    def read_file(self, path: str, timeout: float | None = 60.0) -> bytes:
+        """The bytes of a file in Pyodide's file system (PyodideError naming it if there is none)."""
+        return base64.b64decode(self._request({"read": path}, timeout))
+
+    def _request(self, request: dict[str, Any], timeout: float | None) -> Any:
+        self._next_id += 1
+        self._process.stdin.write(json.dumps({"id": self._next_id, **request}) + "\n")
+        self._process.stdin.flush()
+        return self._read_reply(self._next_id, timeout)
+
+    def _read_reply(self, request_id: int, timeout: float | None) -> Any:
         deadline = None if timeout is None else time.monotonic() + timeout
         with selectors.DefaultSelector() as selector:
             selector.register(self._process.stdout, selectors.EVENT_READ)

@@ -140,21 +140,50 @@ def reason_key(reason: str) -> str:
 
 
 class Worker:
-    """One Pyodide worker: a PyodideHost with the environment loaded and the sandbox prepared."""
+    """One Pyodide worker: a PyodideHost with the environment loaded and the sandbox prepared.
 
-    def __init__(self, runtime: Path, wheels: list[str], packages: list[str]) -> None:
+    What preparing writes that a fresh worker can reuse (cellar.sandbox's start files: the imported
+    modules' bytecode, checked against their sources' hashes, and matplotlib's font list) is kept
+    in `cache` on the host, one zip per runtime and environment (`environment.fingerprint`): the
+    first worker writes it, later ones start from it, seconds sooner. It is taken before any
+    notebook runs in the worker, so no notebook can leave anything in it. `cache=None` keeps none.
+    """
+
+    CACHE = DEFAULT_CACHE.parent / "worker-start"  # beside the wheel cache: $CELLAR_CACHE or ~/.cache/cellar
+    START_FILES = "/tmp/cellar-start-files.zip"  # the zip's place in Pyodide's file system
+
+    def __init__(self, runtime: Path, wheels: list[str], packages: list[str], cache: Path | None = CACHE) -> None:
         self.args = (runtime, wheels, packages)
+        self.start_files = None if cache is None else (
+            cache / f"{environment.fingerprint(runtime, packages, wheels)}.zip")
         self.start_seconds = 0.0
         self.host = self._start()
 
     def _start(self) -> PyodideHost:
         started = time.perf_counter()
         runtime, wheels, packages = self.args
-        host = PyodideHost(runtime, wheels=wheels, packages=packages)
-        host.run("import cellar.sandbox as sandbox; sandbox.prepare()")
+        kept = self.start_files is not None and self.start_files.is_file()
+        host = PyodideHost(runtime, wheels=wheels, packages=packages,
+                           files={self.START_FILES: self.start_files} if kept else None)
+        start_files = self.START_FILES if self.start_files else None
+        host.run(f"import cellar.sandbox as sandbox; sandbox.prepare(start_files={start_files!r})")
+        if self.start_files and not kept:
+            self._keep(host.read_file(self.START_FILES))
         self.start_seconds += time.perf_counter() - started
         self.sent: set[str] = set()  # blob ids this process holds (cellar.sandbox keeps them)
         return host
+
+    def _keep(self, data: bytes) -> None:
+        """Save the start files whole or not at all (written aside, then renamed: a parallel worker
+        may be saving the same), and never at the cost of this start: a cache that cannot be
+        written only loses later workers their head start."""
+        partial = self.start_files.with_name(f"{self.start_files.name}.{os.getpid()}-{threading.get_ident()}")
+        try:
+            self.start_files.parent.mkdir(parents=True, exist_ok=True)
+            partial.write_bytes(data)
+            partial.replace(self.start_files)
+        except OSError:
+            partial.unlink(missing_ok=True)
 
     def run(self, request: dict[str, Any], blobs: dict[str, str], timeout: float) -> dict[str, Any]:
         """The sandbox's result for `request`, sending only the `blobs` (id -> base64) this process

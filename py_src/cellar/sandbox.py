@@ -283,12 +283,24 @@ def _refuse_network(*args: Any, **kwargs: Any) -> Any:
     raise NetworkRefused("network access is not available in the sandbox")
 
 
+def _refuse_url(url: Any, *args: Any, **kwargs: Any) -> Any:
+    """urllib's urlopen / urlretrieve (and so pandas' and numpy's readers of URLs): one clear
+    refusal naming the URL, for https too, which Pyodide (no ssl) would otherwise call unknown."""
+    import urllib.error
+
+    where = getattr(url, "full_url", url)
+    raise urllib.error.URLError(NetworkRefused(f"network access is not available in the sandbox: {where}"))
+
+
 def _network_patches() -> list[tuple[Any, str, Any]]:
     """(object, attribute, replacement) for every way out to the network that the runtime has."""
+    import urllib.request
+
     patches: list[tuple[Any, str, Any]] = [
         (socket, name, _refuse_network)
         for name in ("create_connection", "getaddrinfo", "gethostbyname", "gethostbyname_ex")]
     patches += [(socket.socket, name, _refuse_network) for name in ("connect", "connect_ex")]
+    patches += [(urllib.request, name, _refuse_url) for name in ("urlopen", "urlretrieve")]
     if sys.platform == "emscripten":
         # Imported here, not looked up: a worker whose first import of `js` came with a notebook
         # has it dropped from sys.modules afterwards (it has no file under the runtime's folders).
@@ -554,11 +566,18 @@ def _tzset() -> None:
         time.tzset()
 
 
-def prepare(packages: Sequence[str] = ("numpy", "pandas", "matplotlib")) -> float:
+def prepare(packages: Sequence[str] = ("numpy", "pandas", "matplotlib"),
+            start_files: str | None = None) -> float:
     """Set up the interpreter once (shell, matplotlib inline, pandas, UTC); return the seconds taken.
 
     Imports what notebooks commonly import up front, so that the state restored before every
     notebook includes them and the first notebook does not pay for them alone.
+
+    `start_files` names a zip, in this interpreter's file system, of what preparing writes that a
+    fresh interpreter of the same runtime can reuse: the bytecode of the modules it imports and
+    matplotlib's font list. If it exists, it is unpacked first, so that the imports load bytecode
+    rather than compile their sources and matplotlib does not rebuild its font cache; if not, this
+    run writes it (see `_pack_start_files`).
     """
     global _BASELINE
     started = time.perf_counter()
@@ -568,13 +587,26 @@ def prepare(packages: Sequence[str] = ("numpy", "pandas", "matplotlib")) -> floa
     os.environ.pop("COLUMNS", None)
     os.environ.pop("LINES", None)
     _install_file_hooks()
-    shell = _shell()
-    for name in packages:
-        __import__(name)
-    if "matplotlib" in packages:
-        # Load the backend now (pyplot loads it lazily), so that the state every notebook starts
-        # from has it active and interactive, as `%matplotlib inline` leaves it under ipykernel.
-        shell.enable_matplotlib("inline")
+    reuse = start_files is not None and os.path.exists(start_files)
+    if reuse:
+        _unpack_start_files(start_files)
+    packing = start_files is not None and not reuse
+    imported = set(sys.modules)
+    dont_write_bytecode = sys.dont_write_bytecode
+    sys.dont_write_bytecode = dont_write_bytecode and not packing  # Pyodide's is set: only to pack
+    try:
+        shell = _shell()
+        for name in packages:
+            __import__(name)
+        if "matplotlib" in packages:
+            # Load the backend now (pyplot loads it lazily), so that the state every notebook
+            # starts from has it active and interactive, as `%matplotlib inline` leaves it under
+            # ipykernel.
+            shell.enable_matplotlib("inline")
+    finally:
+        sys.dont_write_bytecode = dont_write_bytecode
+    if packing:
+        _pack_start_files(start_files, [sys.modules[name] for name in sys.modules.keys() - imported])
     if "pandas" in sys.modules:
         import pandas
 
@@ -583,6 +615,64 @@ def prepare(packages: Sequence[str] = ("numpy", "pandas", "matplotlib")) -> floa
     shell.reset(new_session=False)
     _BASELINE = _snapshot()
     return time.perf_counter() - started
+
+
+def _checked_bytecode(pyc: bytes, source: bytes) -> bytes | None:
+    """A timestamp-based .pyc of this Python made checked-hash (PEP 552), or None for any other.
+
+    The import then checks the source's hash rather than its time: the bytecode serves another
+    interpreter whose sources were unpacked at another time, and never a changed source."""
+    from importlib.util import MAGIC_NUMBER, source_hash
+
+    if pyc[:4] != MAGIC_NUMBER or pyc[4:8] != bytes(4):
+        return None
+    return MAGIC_NUMBER + (0b11).to_bytes(4, "little") + source_hash(source) + pyc[16:]
+
+
+def _font_lists() -> dict[str, bytes]:
+    """matplotlib's font lists of its own version, by path: in its cache folder, or, in Pyodide's
+    build, beside its sources, where the list it ships has another version, so that every fresh
+    interpreter rebuilds it."""
+    import json
+
+    font_manager = sys.modules.get("matplotlib.font_manager")
+    if font_manager is None:
+        return {}
+    lists = {}
+    for folder in (sys.modules["matplotlib"].get_cachedir(), os.path.dirname(font_manager.__file__)):
+        for name in sorted(os.listdir(folder)):
+            if name.startswith("fontlist") and name.endswith(".json"):
+                with open(os.path.join(folder, name), "rb") as handle:
+                    data = handle.read()
+                if json.loads(data).get("_version") == font_manager.FontManager.__version__:
+                    lists[os.path.join(folder, name)] = data
+    return lists
+
+
+def _pack_start_files(path: str, modules: Sequence[Any]) -> None:
+    """Zip the checked-hash bytecode of `modules` (those that have some) and matplotlib's font
+    list into `path`, named by their absolute paths."""
+    import zipfile
+
+    files = _font_lists()
+    for module in modules:
+        cached, source = getattr(module, "__cached__", None), getattr(module, "__file__", None)
+        if cached and source and os.path.isfile(cached):
+            with open(cached, "rb") as pyc, open(source, "rb") as text:
+                bytecode = _checked_bytecode(pyc.read(), text.read())
+            if bytecode is not None:
+                files[cached] = bytecode
+    with zipfile.ZipFile(path, "w") as archive:
+        for name in sorted(files):
+            archive.writestr(name.lstrip("/"), files[name])
+
+
+def _unpack_start_files(path: str) -> None:
+    """Put the files `_pack_start_files` zipped back where they were."""
+    import zipfile
+
+    with zipfile.ZipFile(path) as archive:
+        archive.extractall("/")
 
 
 def _pandas_options() -> dict[str, Any]:

@@ -384,8 +384,8 @@ def rendered_view(saved_file: str, fresh_text: str, path: str, settings: str | N
         raise ValueError(f"rendered/{path}: not a notebook written by `cellar rerender` (no metadata.cellar_rerender)")
     sanitizers = compare.compile_sanitizers(rerender.Settings.from_json(settings or "{}").sanitizers)
     comparison = compare.compare_notebooks(saved, fresh, sanitizers)
-    entry = {"status": outcome["status"], "reason": outcome.get("reason"), "ran": outcome.get("ran"),
-             "seconds": None, "cells": comparison.to_dict()["cells"]}
+    entry = {"status": outcome["status"], "reason": outcome.get("reason"), "seconds": None,
+             "cells": comparison.to_dict()["cells"]}
     return _side_by_side(saved, fresh, entry, ipynb)
 
 

@@ -109,9 +109,13 @@ def test_network_is_refused_at_once(worker):
         "import urllib.request\nurllib.request.urlopen('http://example.org/')",
         "from pyodide.http import open_url\nopen_url('http://example.org/')",
         "import js\njs.fetch('http://example.org/')",
+        "import pandas as pd\npd.read_csv('https://example.org/tanks.csv')",
     ], cell_timeout=30)
     names = [cell[0]["ename"] for cell in outputs(result)]
-    assert names == ["NetworkRefused", "URLError", "NetworkRefused", "NetworkRefused"]
+    assert names == ["NetworkRefused", "URLError", "NetworkRefused", "NetworkRefused", "URLError"]
+    # https too (Pyodide has no ssl): the same refusal, naming the URL
+    assert outputs(result)[4][0]["evalue"] == (
+        "<urlopen error network access is not available in the sandbox: https://example.org/tanks.csv>")
     assert result["stopped"] is None
 
 

@@ -15,7 +15,7 @@ from cellar.cli import main
 from cellar.embedding import load_model
 from cellar.index import build_index_from_directory
 from cellar.provenance import revision
-from cellar.rerender import find_notebooks, notebook_cwd, read_report, reason_key, summary
+from cellar.rerender import find_notebooks, notebook_cwd, read_report, reason_key, rerender, summary
 from cellar.search import Searcher
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,7 +45,7 @@ def test_requirements_resolve_to_runtime_builds_cached_wheels_or_a_reason(site, 
     requirements = tmp_path / "requirements.txt"
     requirements.write_text(f"numpy==2.0.2\npandas\nscipy==1.0.0\nsnowballstemmer==3.1.1 --hash=sha256:{digest}\n")
     env = environment.resolve_environment(environment.read_requirements(requirements), site / "pyodide", cache)
-    assert env.packages == ["ipython", "matplotlib", "numpy", "pandas"]
+    assert env.packages == ["ipython", "matplotlib", "pandas", "numpy"]
     assert [(w.name, w.sha256) for w in env.wheels] == [("snowballstemmer", digest)]
     assert env.unavailable == {"scipy": "pinned 1.0.0, but the Pyodide runtime ships 1.14.1"}
     requirements.write_text(f"snowballstemmer==3.1.1 --hash=sha256:{'0' * 64}\n")
@@ -138,6 +138,23 @@ def test_a_notebook_changed_since_its_rerender_is_indexed_unchecked(demo_fresh, 
     assert "797 t" in " ".join(built.index.chunks[i]["quote"] for i in range(entry["start"], entry["end"]))
     with pytest.raises(ValueError, match=r"report.json: no re-render report here"):
         build_index_from_directory(archive, load_model(MODEL), rerendered=tmp_path / "nothing")
+
+
+def test_an_archive_without_requirements_or_path_map_runs_and_a_url_makes_it_stale(site, tmp_path):
+    archive = tmp_path / "archive"
+    archive.mkdir()
+    cells = [("print(6 * 7)", [{"output_type": "stream", "name": "stdout", "text": "42\n"}]),
+             ("import pandas as pd\npd.read_csv('https://intranet.example/tanks.csv')", [])]
+    notebook = {"nbformat": 4, "nbformat_minor": 4, "metadata": {}, "cells": [
+        {"cell_type": "code", "metadata": {}, "execution_count": n, "source": source, "outputs": outputs}
+        for n, (source, outputs) in enumerate(cells, 1)]}
+    (archive / "plain.ipynb").write_text(json.dumps(notebook))
+    report = rerender(archive, tmp_path / "out", site=site, progress=None)
+    [entry] = report["notebooks"]
+    assert entry["status"] == "stale"
+    assert entry["reason"] == ("cell 1: URLError: <urlopen error network access is not available in the sandbox: "
+                               "https://intranet.example/tanks.csv>")
+    assert [cell["cell"] for cell in entry["cells"]] == [1], "the first cell printed what it printed then"
 
 
 def test_the_tab_plans_from_the_sites_lock_and_names_what_it_cannot_provide(site):

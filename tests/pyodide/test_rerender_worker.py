@@ -1,0 +1,74 @@
+"""A `cellar rerender` worker's start: the first worker keeps what preparing wrote (the imported
+modules' bytecode, matplotlib's font list) in the cache, and a later worker starts from it with
+the same outputs; and the host's file copies in and out of Pyodide that carry it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import zipfile
+
+import pytest
+
+from cellar.pyodide_host import PyodideError, PyodideHost
+from cellar.rerender import Worker, site_runtime
+
+PACKAGES = ["ipython", "matplotlib", "numpy", "pandas"]
+REQUEST = {
+    "cells": ["import matplotlib.pyplot as plt\n"
+              "plt.plot([0, 10, 20, 30], [0.0, 0.21, 0.38, 0.42])\n"
+              "plt.title('GZ curve 16-008'); plt.xlabel('heel [deg]'); plt.ylabel('GZ [m]')",
+              "import pandas as pd\n"
+              "pd.DataFrame({'tank': ['forepeak', 'aft peak'], 'volume_m3': [412.1, 288.0]})"],
+    "pathmap": {"format": 1, "files": {}}, "cwd": "/", "limits": {},
+}
+FONT_CACHE = "Matplotlib is building the font cache"
+FRAME = "lib/python3.12/site-packages/pandas/core/__pycache__/frame.cpython-312.pyc"
+FONT_LIST = "lib/python3.12/site-packages/matplotlib/fontlist.json"
+
+
+def test_a_later_worker_starts_from_the_first_ones_files_with_the_same_outputs(site, tmp_path, capfd):
+    runtime, wheels = site_runtime(site)
+    first = Worker(runtime, wheels, PACKAGES, cache=tmp_path)
+    try:
+        fresh = first.run(REQUEST, {}, timeout=120)
+    finally:
+        first.close()
+    assert FONT_CACHE in capfd.readouterr().err
+    with zipfile.ZipFile(first.start_files) as kept:
+        assert {FRAME, FONT_LIST} <= set(kept.namelist())
+        assert kept.read(FRAME)[4:8] == (0b11).to_bytes(4, "little"), "checked-hash bytecode (PEP 552)"
+
+    second = Worker(runtime, wheels, PACKAGES, cache=tmp_path)
+    try:
+        again = second.run(REQUEST, {}, timeout=120)
+        # this worker writes no bytecode: what is on its disk came from the first one
+        writes, header = second.host.run(f"import sys; [sys.dont_write_bytecode, open('/{FRAME}', 'rb').read(8).hex()]")
+    finally:
+        second.close()
+    assert FONT_CACHE not in capfd.readouterr().err
+    assert writes and bytes.fromhex(header)[4:8] == (0b11).to_bytes(4, "little")
+    plot, table = (cell["outputs"] for cell in fresh["cells"])
+    assert "image/png" in plot[-1]["data"] and "forepeak" in table[0]["data"]["text/html"]
+    assert again["cells"] == fresh["cells"], "the same outputs, the plot's PNG byte for byte"
+
+
+def test_files_are_copied_in_at_start_and_read_back_out(site, tmp_path):
+    source = tmp_path / "in.bin"
+    source.write_bytes(bytes(range(256)) * 4000)
+    with PyodideHost(site / "pyodide", packages=[], files={"/tmp/deep/in.bin": source}) as host:
+        digest = host.run("import hashlib; hashlib.sha256(open('/tmp/deep/in.bin', 'rb').read()).hexdigest()")
+        assert digest == hashlib.sha256(source.read_bytes()).hexdigest()
+        host.run("open('/tmp/out.bin', 'wb').write(bytes(range(256))[::-1]); 0")
+        assert host.read_file("/tmp/out.bin") == bytes(range(256))[::-1]
+        with pytest.raises(PyodideError, match="/tmp/missing.bin: ENOENT"):
+            host.read_file("/tmp/missing.bin")
+    with pytest.raises(FileNotFoundError, match="missing.bin: no such file to copy into Pyodide"):
+        PyodideHost(site / "pyodide", packages=[], files={"/tmp/x": tmp_path / "missing.bin"})
+
+
+def test_a_wheel_that_cannot_be_installed_stops_the_start_naming_it(site, tmp_path):
+    broken = tmp_path / "ballast-1.0-py3-none-any.whl"
+    broken.write_bytes(b"not a zip")
+    with pytest.raises(PyodideError, match="ballast"):
+        PyodideHost(site / "pyodide", packages=[], wheels=[broken])
