@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Cellar's build: set up, fetch and verify the Pyodide runtime, build the wheel, assemble the
-static site, serve it and test it.
+"""Cellar's build: set up, fetch and verify the Pyodide runtime, build the wheel, re-run the
+archive's notebooks in Pyodide and index their fresh outputs, assemble the static site, serve it
+and test it.
 
     python3 build.py serve      set everything up, build site/ and serve it on http://127.0.0.1:8000
     python3 build.py test       set everything up and run the whole test suite
@@ -340,10 +341,10 @@ def step_index(corpus: Path, gold: Path | None, rerendered: Path | None) -> Path
     if gold is not None and not gold.is_file():
         raise BuildError(f"{gold}: no such gold set to calibrate on")
     fresh = archive_files(rerendered) if rerendered else []
-    digest = hashlib.sha256(fingerprint(*archive_files(corpus), *(MODEL / name for name in MODEL_FILES),
-                                        *([gold] if gold else []), *fresh).encode())
+    digest = fingerprint(*archive_files(corpus), *(MODEL / name for name in MODEL_FILES), *([gold] if gold else []),
+                         *fresh)
     stamp = SHARD / ".cellar-index"
-    if stamp.exists() and stamp.read_text() == digest.hexdigest():
+    if stamp.exists() and stamp.read_text() == digest:
         log(f"index: the shard of {corpus} is up to date")
         return SHARD
     log(f"index: indexing {corpus}")
@@ -355,7 +356,7 @@ def step_index(corpus: Path, gold: Path | None, rerendered: Path | None) -> Path
                              "--model", str(MODEL), *calibrate, *fresh_outputs])
     if result.returncode not in (0, 1):  # 1: some files were skipped and reported; still a shard
         raise BuildError(f"`cellar index {corpus}` failed with exit status {result.returncode}")
-    stamp.write_text(digest.hexdigest())
+    stamp.write_text(digest)
     return SHARD
 
 

@@ -45,7 +45,10 @@ def cellar_call(module, name, args_json):
 async function boot() {
   stage("runtime");
   const build = await (await fetch(new URL("./build.json", import.meta.url))).json();
-  const pyodide = await loadPyodide({ indexURL: new URL("./pyodide/", import.meta.url).href });
+  // The string hash seed that `cellar rerender`'s workers use (cellar/pyodide_host.mjs): the
+  // same set order, so a notebook re-rendered here comes out as it does there, to the byte.
+  const pyodide = await loadPyodide({ indexURL: new URL("./pyodide/", import.meta.url).href,
+                                      env: { PYTHONHASHSEED: "0" } });
   stage("packages");
   await pyodide.loadPackage(["numpy"], { messageCallback: () => {} });
   stage("cellar");

@@ -25,12 +25,17 @@ import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
 
 const MARK = "\x1ecellar-host ";
+// One string hash seed for every interpreter, here and in the browser tab (web/worker.js): with
+// Python's default, a random seed per process, sets of strings iterate in another order in each
+// worker, and a notebook that plots or prints one is not the same to the byte twice.
+const HASH_SEED = { PYTHONHASHSEED: "0" };
 const reply = (message) => process.stdout.write(MARK + JSON.stringify(message) + "\n");
 const options = JSON.parse(process.argv[2]);
 
 const pyodideModule = await import(pathToFileURL(resolve(options.runtime, "pyodide.mjs")).href);
 const pyodide = await pyodideModule.loadPyodide({
   indexURL: resolve(options.runtime) + "/",
+  env: HASH_SEED,
   stdout: (line) => process.stderr.write(line + "\n"),
   stderr: (line) => process.stderr.write(line + "\n"),
 });

@@ -15,6 +15,7 @@ import pytest
 from playwright.sync_api import expect
 
 from cellar.cli import main
+from cellar.pyodide_host import PyodideHost
 
 from tests.browser.conftest import BOOT_TIMEOUT_MS
 
@@ -78,7 +79,7 @@ def in_tab(page, path: str, texts: dict, file_url: str | None = None) -> dict:
         }""", [path, texts, file_url, LOCK])
 
 
-def test_the_fuel_notebook_drifts_in_the_tab_exactly_as_under_node(page, site_url, screenshot, node_fuel):
+def test_the_fuel_notebook_drifts_in_the_tab_exactly_as_under_node(page, site, site_url, screenshot, node_fuel):
     node_file, node_entry = node_fuel
     requests = open_viewer(page, site_url, FUEL)
     page.wait_for_function("document.body.dataset.built", timeout=BOOT_TIMEOUT_MS)
@@ -106,9 +107,13 @@ def test_the_fuel_notebook_drifts_in_the_tab_exactly_as_under_node(page, site_ur
     expect(sfoc.locator("details.diff pre")).to_contain_text("171.2")
     screenshot("viewer-rerender-fuel")
 
-    # The same code under Node and in Chromium: the fresh notebook is the same to the byte.
+    # The same code under Node and in Chromium: the fresh notebook is the same to the byte, and
+    # strings hash alike (so sets iterate in the same order).
     fresh = page.evaluate("fetch(document.getElementById('rerender-download').href).then(r => r.text())")
     assert fresh == node_file.read_text(encoding="utf-8")
+    with PyodideHost(site / "pyodide", packages=[]) as host:
+        in_node = host.run("hash('cellar')")
+    assert page.evaluate("cellar.call('cellar.web', 'run_code', 'print(hash(\"cellar\"))')")["stdout"] == f"{in_node}\n"
 
     # The warm worker re-renders the ballast notebook clean.
     texts = {name: (DEMO / file).read_text() for name, file in (("pathmap", "pathmap.json"), ("requirements", "requirements.txt"))}

@@ -72,3 +72,14 @@ def test_a_wheel_that_cannot_be_installed_stops_the_start_naming_it(site, tmp_pa
     broken.write_bytes(b"not a zip")
     with pytest.raises(PyodideError, match="ballast"):
         PyodideHost(site / "pyodide", packages=[], wheels=[broken])
+
+
+def test_every_worker_orders_sets_of_strings_alike(site):
+    """One string hash seed in every process: a notebook that prints or plots a set of names comes
+    out the same in any worker (and in the tab, tests/browser/test_rerender.py)."""
+    code = "[hash('cellar'), list({'TB7239175B', 'TB7239175B_data', 'DIPPR101', 'forepeak', 'aft peak'})]"
+    answers = []
+    for _ in range(2):
+        with PyodideHost(site / "pyodide", packages=[]) as host:
+            answers.append(host.run(code))
+    assert answers[0] == answers[1]
