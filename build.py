@@ -313,51 +313,43 @@ def fingerprint(*paths: Path) -> str:
     return digest.hexdigest()
 
 
+def run_cellar_into(out: Path, digest: str, what: str, arguments: list[str], accept: tuple[int, ...] = (0,)) -> Path:
+    """`cellar ARGUMENTS`, which writes the folder `out`, unless `out` was made from inputs with
+    this fingerprint (`digest`, kept in `out/.cellar-stamp`); `what` names the step in the log."""
+    stamp = out / ".cellar-stamp"
+    if stamp.exists() and stamp.read_text() == digest:
+        log(f"{what}: {out.relative_to(ROOT)} is up to date")
+        return out
+    log(f"{what}: `cellar {' '.join(arguments)}`")
+    if out.exists():
+        shutil.rmtree(out)
+    result = subprocess.run([str(VENV / "bin" / "cellar"), *arguments])
+    if result.returncode not in accept:
+        raise BuildError(f"`cellar {arguments[0]}` failed with exit status {result.returncode}")
+    stamp.write_text(digest)
+    return out
+
+
 def step_rerender(corpus: Path) -> Path:
     """Re-run the archive's notebooks in Pyodide with `cellar rerender` into build/rerendered,
     using the runtime and wheels already in site/ (skipped when nothing changed)."""
     digest = fingerprint(*archive_files(corpus), SITE / "build.json")
-    stamp = RERENDERED / ".cellar-rerender"
-    if stamp.exists() and stamp.read_text() == digest:
-        log(f"rerender: the fresh notebooks of {corpus} are up to date")
-        return RERENDERED
-    log(f"rerender: re-running the notebooks of {corpus} in {RERENDER_WORKERS} Pyodide workers")
-    if RERENDERED.exists():
-        shutil.rmtree(RERENDERED)
-    result = subprocess.run([str(VENV / "bin" / "cellar"), "rerender", str(corpus), "--out", str(RERENDERED),
-                             "--site", str(SITE), "--workers", str(RERENDER_WORKERS)])
-    if result.returncode != 0:
-        raise BuildError(f"`cellar rerender {corpus}` failed with exit status {result.returncode}")
-    stamp.write_text(digest)
-    return RERENDERED
+    return run_cellar_into(RERENDERED, digest, "rerender", [
+        "rerender", str(corpus), "--out", str(RERENDERED), "--site", str(SITE), "--workers", str(RERENDER_WORKERS)])
 
 
 def step_index(corpus: Path, gold: Path | None, rerendered: Path | None) -> Path:
     """Index the archive into build/shard with `cellar index` (skipped when nothing changed): the
     fresh outputs of `rerendered` (None: the saved outputs, unchecked); with a gold set, the
     refusal thresholds are calibrated on it."""
-    if not corpus.is_dir():
-        raise BuildError(f"{corpus}: no such folder to index")
-    if gold is not None and not gold.is_file():
-        raise BuildError(f"{gold}: no such gold set to calibrate on")
     fresh = archive_files(rerendered) if rerendered else []
     digest = fingerprint(*archive_files(corpus), *(MODEL / name for name in MODEL_FILES), *([gold] if gold else []),
                          *fresh)
-    stamp = SHARD / ".cellar-index"
-    if stamp.exists() and stamp.read_text() == digest:
-        log(f"index: the shard of {corpus} is up to date")
-        return SHARD
-    log(f"index: indexing {corpus}")
-    if SHARD.exists():
-        shutil.rmtree(SHARD)
     calibrate = ["--calibrate", str(gold)] if gold else []
     fresh_outputs = ["--rerendered", str(rerendered)] if rerendered else []
-    result = subprocess.run([str(VENV / "bin" / "cellar"), "index", str(corpus), "--out", str(SHARD),
-                             "--model", str(MODEL), *calibrate, *fresh_outputs])
-    if result.returncode not in (0, 1):  # 1: some files were skipped and reported; still a shard
-        raise BuildError(f"`cellar index {corpus}` failed with exit status {result.returncode}")
-    stamp.write_text(digest)
-    return SHARD
+    # exit status 1: some files were skipped and reported; the shard is still written
+    return run_cellar_into(SHARD, digest, "index", [
+        "index", str(corpus), "--out", str(SHARD), "--model", str(MODEL), *calibrate, *fresh_outputs], accept=(0, 1))
 
 
 # --- site: the static site -----------------------------------------------------------------------
@@ -429,6 +421,10 @@ def step_site(corpus: Path = DEMO_ARCHIVE, gold: Path | None = None, rerender: b
     """Assemble site/: first what runs Python (so that `cellar rerender` can use it), then the
     fresh notebooks, the shard made from them, and everything else; stale files are removed."""
     started = time.perf_counter()
+    if not corpus.is_dir():
+        raise BuildError(f"{corpus}: no such folder to index")
+    if gold is not None and not gold.is_file():
+        raise BuildError(f"{gold}: no such gold set to calibrate on")
     step_setup()
     runtime, lock = step_runtime()
     wheels = step_wheel()
