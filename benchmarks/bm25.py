@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/bm25.py [--corpus ../shared/corpus] [--gold ../shared/gold/dev.jsonl]
 
 One document per cell (source + output text), notebooks ranked by their best cell. Prints:
-1. queries/s of cellar.bm25 and of bm25s on the same term lists (the same matrix) and the same
+1. queries/s of cellar.retrieval.bm25 and of bm25s on the same term lists (the same matrix) and the same
    queries, as a ratio from this run (target: ours >= bm25s);
 2. notebook hit@1/@5, MRR and strict cell hit@5 on the gold set's answerable queries, per analyser
    variant and per language, beside the gold README's bm25s baseline (.808 / .981 / .880).
@@ -21,8 +21,8 @@ import bm25s
 import nbformat
 import numpy as np
 
-from cellar.analysis import Analyzer, AnalyzerSettings
-from cellar.bm25 import BM25
+from cellar.retrieval.analysis import Analyzer, AnalyzerSettings
+from cellar.retrieval.bm25 import BM25
 
 ROOT = Path(__file__).resolve().parents[1]
 TEXT_TYPES = ("text/plain", "text/markdown", "text/latex")

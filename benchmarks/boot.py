@@ -17,7 +17,7 @@ from pathlib import Path
 from chromium import CHROMIUM_ARGS, bare_site
 from playwright.sync_api import sync_playwright
 
-from cellar.site_server import serve_in_background
+from cellar.site.server import serve_in_background
 
 ROOT = Path(__file__).resolve().parent.parent
 STAGES = ("runtime", "packages", "cellar", "ready")

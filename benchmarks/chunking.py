@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/chunking.py [--corpus ../shared/corpus] [--no-pyodide]
 
-The same probe runs in both: it reads every notebook and document of the corpus (cellar.chunking
+The same probe runs in both: it reads every notebook and document of the corpus (cellar.ingest.chunking
 find_documents / chunk_file: read, parse, chunk; the invalid edge files are rejected on the way)
 and prints notebooks/s and MB/s. Reference measured in the same run: json.loads of every notebook
 file, the floor any reader pays. `import pandas` (paid once, at the first table) is timed apart.
@@ -18,15 +18,15 @@ import shutil
 import sys
 from pathlib import Path
 
-from cellar.pyodide_host import PyodideHost
+from cellar.rerender.pyodide_host import PyodideHost
 
 ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / "site"
 
 PROBE = r'''
 import json, os, time, warnings
-from cellar.chunking import chunk_file, find_documents
-from cellar.notebook import NotebookWarning
+from cellar.ingest.chunking import chunk_file, find_documents
+from cellar.ingest.notebook import NotebookWarning
 
 def measure(corpus):
     started = time.perf_counter()

@@ -22,11 +22,11 @@ from pathlib import Path
 
 import numpy as np
 
-from cellar.embedding import load_model
-from cellar.notebook import Output, load_notebook
+from cellar.retrieval.embedding import default_model_dir, load_model
+from cellar.ingest.notebook import Output, load_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
-MODEL = ROOT / "models" / "minilm-l6-static-256"
+MODEL = default_model_dir()
 TEXT_TYPES = ("text/plain", "text/markdown", "text/latex")
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from chromium import CHROMIUM_ARGS, bare_site
 from playwright.sync_api import sync_playwright
 
-from cellar.site_server import serve_in_background
+from cellar.site.server import serve_in_background
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTION = (ROOT / "lessons/01-passages/solution.py").read_text(encoding="utf-8")

@@ -11,7 +11,7 @@ in one run:
 - `rerender --workers 2`: the whole set, start included (the issue's target: < 1/3 of nbclient);
 - nbclient with an ipykernel in this CPython (kernel start each notebook, as nbclient does);
 - the status counts and top stale reasons, and the share of code cells whose fresh Pyodide outputs
-  equal nbclient's fresh CPython outputs under cellar.compare's normalisation.
+  equal nbclient's fresh CPython outputs under cellar.rerender.compare's normalisation.
 
 Build/bench-only requirements on the host: nbclient==0.10.2, ipykernel==6.29.5, and the packages
 of REQUIREMENTS (fluids==1.3.1 thermo==0.6.1 chemicals==1.5.2 pint==0.24.4 python-ternary==1.0.8)
@@ -30,9 +30,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from cellar import compare
-from cellar.notebook import read_notebook
-from cellar.rerender import CONFIG_FILE, find_notebooks, rerender, summary
+from cellar.rerender import compare
+from cellar.ingest.notebook import read_notebook
+from cellar.rerender.batch import CONFIG_FILE, find_notebooks, rerender, summary
 
 ROOT = Path(__file__).resolve().parent.parent
 REPOS = ("CalebBell__fluids", "CalebBell__thermo")

@@ -19,14 +19,14 @@ from pathlib import Path
 
 import numpy as np
 
-from cellar.embedding import load_model
-from cellar.index import build_index_from_directory
-from cellar.pyodide_host import PyodideHost
-from cellar.search import Searcher, read_gold
-from cellar.shard import open_shard, write_shard
+from cellar.retrieval.embedding import default_model_dir, load_model
+from cellar.retrieval.index import build_index_from_directory
+from cellar.rerender.pyodide_host import PyodideHost
+from cellar.retrieval.search import Searcher, read_gold
+from cellar.retrieval.shard import open_shard, write_shard
 
 ROOT = Path(__file__).resolve().parents[1]
-MODEL = ROOT / "models" / "minilm-l6-static-256"
+MODEL = default_model_dir()
 SITE = ROOT / "site"
 ROUNDS = 3
 
@@ -39,9 +39,9 @@ from js import Object
 for target, root in (("/shard", {shard!r}), ("/model", {model!r})):
     pyodide_js.FS.mkdirTree(target)
     pyodide_js.FS.mount(pyodide_js.FS.filesystems.NODEFS, to_js({{"root": root}}, dict_converter=Object.fromEntries), target)
-from cellar.embedding import load_model
-from cellar.search import Searcher
-from cellar.shard import open_shard
+from cellar.retrieval.embedding import load_model
+from cellar.retrieval.search import Searcher
+from cellar.retrieval.shard import open_shard
 model = load_model("/model")
 shard = open_shard("/shard", model)
 searcher = Searcher(shard.index, model, shard.fragment)

@@ -34,7 +34,7 @@ from pathlib import Path
 from chromium import CHROMIUM_ARGS, bare_site
 from playwright.sync_api import sync_playwright
 
-from cellar.site_server import SiteRequestHandler
+from cellar.site.server import SiteRequestHandler
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT_MS = 180_000

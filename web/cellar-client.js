@@ -14,13 +14,13 @@
 //                                    to load first ([name])
 //   cellar.prefetch(files)        -> start downloading files ({path: url}) now, while Python boots;
 //                                    a later callWith({files}) naming them waits for them only
-//   await cellar.revision(text)   -> SHA-256 hex computed by cellar.provenance in Python
+//   await cellar.revision(text)   -> SHA-256 hex computed by cellar.ingest.provenance in Python
 //
 // Stopping: where the page is cross-origin isolated, the worker shares an interrupt buffer and
 // Python gets a KeyboardInterrupt (cheap: the interpreter and its packages stay loaded). If that
 // brings no answer within GRACE_MS, or without isolation, the worker is terminated and a fresh
 // one boots; calls still waiting on the old one reject. Python can also arm its own time limits
-// (a notebook cell in cellar.sandbox): the worker shares the deadline, and this thread trips the
+// (a notebook cell in cellar.rerender.sandbox): the worker shares the deadline, and this thread trips the
 // interrupt buffer when it is due.
 
 const GRACE_MS = 1500;
@@ -136,6 +136,6 @@ export function startCellar(workerUrl = new URL("./worker.js", import.meta.url))
     call: (module, name, ...args) => callWith({}, module, name, ...args),
     callWith,
     prefetch: (files) => worker.postMessage({ type: "prefetch", files }),
-    revision: (text) => callWith({}, "cellar.provenance", "revision", text),
+    revision: (text) => callWith({}, "cellar.ingest.provenance", "revision", text),
   };
 }

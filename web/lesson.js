@@ -1,5 +1,5 @@
 // The lesson workbench: prose beside a CodeMirror editor; Run, Check, hints, the sample solution,
-// progress kept in this browser, the lesson's widgets. Python runs in the worker (cellar.web);
+// progress kept in this browser, the lesson's widgets. Python runs in the worker (cellar.site.bridge);
 // everything that needs no Python (prose, editor, starter, solution) shows before it is ready.
 
 import { startCellar } from "./cellar-client.js";
@@ -53,7 +53,7 @@ bootStatus(cellar, $("boot-status"), () => lang);
 // the wait behind another one.
 let chain = Promise.resolve();
 function python(name, args, options = {}) {
-  const result = chain.then(() => cellar.callWith({ timeout: TIME_LIMIT_MS, ...options }, "cellar.web", name, ...args));
+  const result = chain.then(() => cellar.callWith({ timeout: TIME_LIMIT_MS, ...options }, "cellar.site.bridge", name, ...args));
   chain = result.catch(() => {});
   return result;
 }
@@ -152,7 +152,7 @@ $("show-solution").addEventListener("click", async () => {
 
 // --- checkpoints and progress -------------------------------------------------------------------
 
-let checkpoints = null;  // from cellar.web.lesson_page, per language
+let checkpoints = null;  // from cellar.site.bridge.lesson_page, per language
 
 function showProgress() {
   const total = checkpoints?.length ?? store.total;

@@ -4,7 +4,7 @@
 //   await search.manifest             -> the shard's manifest.json (notebooks table, counts, files)
 //   await search.open()               -> {notebooks, chunks, kinds: {kind: count}, model}: the shard
 //                                        and model fetched into Python, checked and opened (once)
-//   await search.search(query, options) -> the answer contract (see cellar.web.search for options)
+//   await search.search(query, options) -> the answer contract (see cellar.site.bridge.search for options)
 //
 // The shard's arrays and the model start downloading at once, while Python boots. Fragments
 // (one per notebook) are fetched on demand: Python names the ones an answer needs, the worker
@@ -39,7 +39,7 @@ export function searchClient(cellar, site = new URL("./", import.meta.url)) {
   function open() {
     if (!opened) {
       opened = place.then(({ files, modelDir }) =>
-        cellar.callWith({ files }, "cellar.web", "search_open", SHARD_DIR, modelDir));
+        cellar.callWith({ files }, "cellar.site.bridge", "search_open", SHARD_DIR, modelDir));
       opened.catch(() => { opened = null; });
     }
     return opened;
@@ -51,7 +51,7 @@ export function searchClient(cellar, site = new URL("./", import.meta.url)) {
     let files = {};
     // Two rounds at most: the first names the fragments it lacks, the second has them.
     for (let round = 0; round < 2; round++) {
-      const answer = await cellar.callWith({ files }, "cellar.web", "search", query, options, SHARD_DIR, modelDir);
+      const answer = await cellar.callWith({ files }, "cellar.site.bridge", "search", query, options, SHARD_DIR, modelDir);
       if (!answer.fetch) return answer;
       files = Object.fromEntries(answer.fetch.map((name) => [`${SHARD_DIR}/${name}`, new URL(name, shardUrl).href]));
     }

@@ -42,7 +42,7 @@ export async function fetchText(url) {
 
 // The page's own quick read of a lesson file's `+++` front matter (flat `key = value` lines:
 // strings, integers, arrays of strings), so titles show without waiting for Python; Python's
-// cellar.lessons is the judge of whether a lesson is valid.
+// cellar.lessons.lesson is the judge of whether a lesson is valid.
 export function frontMatter(text) {
   const lines = text.split("\n");
   const close = lines.indexOf("+++", 1);

@@ -1,5 +1,5 @@
 // The read-only notebook viewer: viewer.html?path=<archive path>&cell=N[&output=M][&rev=SHA-256].
-// Python (cellar.notebook, in the worker) reads the archive's .ipynb bytes, so cells are numbered
+// Python (cellar.ingest.notebook, in the worker) reads the archive's .ipynb bytes, so cells are numbered
 // as the index numbers them and the revision is computed from the same bytes; this page draws
 // them: markdown rendered, code highlighted, outputs shown (HTML tables sanitised, images from
 // the notebook itself as data URIs, errors), and the cited cell marked and scrolled into view.
@@ -9,7 +9,7 @@
 // holds the fresh outputs of clean and drifted notebooks.
 //
 // Re-render: the button runs the notebook in the tab with the code `cellar rerender` runs under
-// Node (cellar.web.rerender_*: cellar.environment, cellar.sandbox, cellar.rerender), the
+// Node (cellar.site.bridge.rerender_*: cellar.rerender.environment, cellar.rerender.sandbox, cellar.rerender.batch), the
 // archive's blobs fetched from the site and checked against their hashes. pandas, matplotlib and
 // IPython load only then, never for search. Each code cell then shows its saved and fresh
 // outputs side by side with a badge (same / drifted / failed / not run), and the notebook its
@@ -54,7 +54,7 @@ async function show() {
   build = await (await fetch("build.json")).json();
   const file = `/archive/${path}`;
   shown = await cellar.callWith({ files: { [file]: archiveUrl(build.archive, path) } },
-    "cellar.web", "notebook_view", file, path);
+    "cellar.site.bridge", "notebook_view", file, path);
   draw(shown);
   if (build.rendered) {
     showBuildRender().catch((error) => {
@@ -88,7 +88,7 @@ async function showBuildRender() {
   }
   if (!response.ok) throw new Error(`${response.status} ${response.statusText}`);
   const [fresh, settings] = await Promise.all([response.text(), optionalText("rerender.json")]);
-  const result = await cellar.call("cellar.web", "rendered_view", `/archive/${path}`, fresh, path, settings);
+  const result = await cellar.call("cellar.site.bridge", "rendered_view", `/archive/${path}`, fresh, path, settings);
   statusLine($("built-status"), result, null);
   if (result.status !== "clean" && !document.body.dataset.rerendered) sideBySide(result);
   document.body.dataset.built = result.status;
@@ -101,16 +101,16 @@ async function rerender() {
   const [pathmap, requirements, settings] = await Promise.all(
     ["pathmap.json", "requirements.txt", "rerender.json"].map(optionalText));
   const texts = { pathmap, requirements, settings };
-  const plan = await cellar.callWith({ files: LOCK }, "cellar.web", "rerender_plan", texts, Object.keys(LOCK)[0]);
+  const plan = await cellar.callWith({ files: LOCK }, "cellar.site.bridge", "rerender_plan", texts, Object.keys(LOCK)[0]);
   say(`Loading ${plan.packages.join(", ")} (once per tab)…`);
   const setup = performance.now();
-  await cellar.callWith({ packages: plan.packages }, "cellar.web", "rerender_prepare");
+  await cellar.callWith({ packages: plan.packages }, "cellar.site.bridge", "rerender_prepare");
   say(`Running the cells (at most ${plan.limits.cell_timeout} s each)…`);
   const file = `/archive/${path}`;
   const files = { [file]: archiveUrl(build.archive, path) };
   for (const blob of plan.blobs) files[`/archive/${blob}`] = archiveUrl(build.archive, blob);
   const result = await cellar.callWith({ files, timeout: (plan.limits.notebook_timeout + HOST_MARGIN_S) * 1000 },
-    "cellar.web", "rerender_notebook", file, path, "/archive", texts, Object.keys(LOCK)[0]);
+    "cellar.site.bridge", "rerender_notebook", file, path, "/archive", texts, Object.keys(LOCK)[0]);
   statusLine($("rerender-status"), result, `${((performance.now() - setup) / 1000).toFixed(1)} s in this tab`);
   const download = $("rerender-download");
   URL.revokeObjectURL(download.href);

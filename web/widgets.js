@@ -1,6 +1,6 @@
 // The lessons' interactive widgets, mounted where the prose has <!-- widget: NAME -->.
 // Each gets its place, the lesson's files, the page language and `python(name, args, options)`,
-// which calls cellar.web in the worker. Only the latest answer is drawn.
+// which calls cellar.site.bridge in the worker. Only the latest answer is drawn.
 
 const TEXT = {
   en: {

@@ -72,7 +72,7 @@ booting.then(
 let interrupts = null;
 let deadline = null;
 
-// The sandbox's watchdog (cellar.sandbox `_arm`): Python arms a limit of `seconds` (0 disarms).
+// The sandbox's watchdog (cellar.rerender.sandbox `_arm`): Python arms a limit of `seconds` (0 disarms).
 // Python runs on this thread, so the page's thread keeps the time: it trips the interrupt
 // buffer when the deadline in shared memory is due and has not been disarmed meanwhile.
 function cellarArmDeadline(seconds) {

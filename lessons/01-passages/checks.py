@@ -10,7 +10,7 @@ import math
 import pickle
 import re
 
-from cellar.lessons import CheckFailure, brief, call, expect_value_error, learner_function
+from cellar.lessons.lesson import CheckFailure, brief, call, expect_value_error, learner_function
 
 EXAMPLE = "  A  B\nC D E F G H  "
 SNAPSHOT_KEYS = ["id", "revision", "text", "title"]

@@ -10,7 +10,7 @@ import numbers
 
 import numpy as np
 
-from cellar.lessons import CheckFailure, brief, call, expect_value_error, learner_function
+from cellar.lessons.lesson import CheckFailure, brief, call, expect_value_error, learner_function
 
 TOLERANCE = 1e-9
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
-from cellar.site_server import serve_in_background
+from cellar.site.server import serve_in_background
 
 CHROMIUM = Path(os.environ.get("CELLAR_CHROMIUM", "/usr/bin/chromium"))
 # Without the networking flags Chromium keeps trying to reach Google's services, and this

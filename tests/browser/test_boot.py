@@ -3,7 +3,7 @@
 from playwright.sync_api import expect
 
 import cellar
-from cellar.provenance import revision
+from cellar.ingest.provenance import revision
 
 
 def test_page_shows_progress_then_python_and_cellar_versions(page, site_url, screenshot):

@@ -15,7 +15,7 @@ import pytest
 from playwright.sync_api import expect
 
 from cellar.cli import main
-from cellar.pyodide_host import PyodideHost
+from cellar.rerender.pyodide_host import PyodideHost
 
 from tests.browser.conftest import BOOT_TIMEOUT_MS
 
@@ -65,16 +65,16 @@ def badges(page) -> dict[int, str]:
 
 
 def in_tab(page, path: str, texts: dict, file_url: str | None = None) -> dict:
-    """cellar.web.rerender_notebook in the page's (warm) worker, as the button calls it."""
+    """cellar.site.bridge.rerender_notebook in the page's (warm) worker, as the button calls it."""
     return page.evaluate(
         """async ([path, texts, fileUrl, lock]) => {
             const build = await (await fetch("build.json")).json();
             const url = fileUrl ?? build.archive + path.split("/").map(encodeURIComponent).join("/");
             const plan = await cellar.callWith({ files: { [lock]: "pyodide/pyodide-lock.json" } },
-                "cellar.web", "rerender_plan", texts, lock);
+                "cellar.site.bridge", "rerender_plan", texts, lock);
             const files = { [`/archive/${path}`]: url };
             for (const blob of plan.blobs) files[`/archive/${blob}`] = build.archive + blob;
-            return cellar.callWith({ files, packages: plan.packages }, "cellar.web", "rerender_notebook",
+            return cellar.callWith({ files, packages: plan.packages }, "cellar.site.bridge", "rerender_notebook",
                 `/archive/${path}`, path, "/archive", texts, lock);
         }""", [path, texts, file_url, LOCK])
 
@@ -113,7 +113,7 @@ def test_the_fuel_notebook_drifts_in_the_tab_exactly_as_under_node(page, site, s
     assert fresh == node_file.read_text(encoding="utf-8")
     with PyodideHost(site / "pyodide", packages=[]) as host:
         in_node = host.run("hash('cellar')")
-    assert page.evaluate("cellar.call('cellar.web', 'run_code', 'print(hash(\"cellar\"))')")["stdout"] == f"{in_node}\n"
+    assert page.evaluate("cellar.call('cellar.site.bridge', 'run_code', 'print(hash(\"cellar\"))')")["stdout"] == f"{in_node}\n"
 
     # The warm worker re-renders the ballast notebook clean.
     texts = {name: (DEMO / file).read_text() for name, file in (("pathmap", "pathmap.json"), ("requirements", "requirements.txt"))}
@@ -156,7 +156,7 @@ def test_a_runaway_cell_is_stopped_at_its_time_limit_and_the_page_stays_usable(p
     url = "data:application/json," + quote(json.dumps(notebook))
     page.evaluate("""([url, lock]) => { window.run = cellar.callWith(
         { files: { "/archive/runaway.ipynb": url, [lock]: "pyodide/pyodide-lock.json" }, packages: ["ipython", "matplotlib", "pandas"] },
-        "cellar.web", "rerender_notebook", "/archive/runaway.ipynb", "runaway.ipynb", "/archive",
+        "cellar.site.bridge", "rerender_notebook", "/archive/runaway.ipynb", "runaway.ipynb", "/archive",
         { pathmap: null, requirements: null, settings: '{"cell_timeout": 3}' }, lock); }""", [url, LOCK])
     # Python runs in the worker: the page answers at once all the while (boot, imports, the spin).
     page.evaluate("window.run.finally(() => { window.done = true; }); 0")
@@ -174,7 +174,7 @@ def test_a_runaway_cell_is_stopped_at_its_time_limit_and_the_page_stays_usable(p
     assert result["cells"][0]["outputs"][-1]["ename"] == "KeyboardInterrupt"
     # Stopped inside Python, not by killing the worker: it still answers, with its packages loaded.
     assert page.evaluate("window.restarts") == []
-    assert page.evaluate("cellar.call('cellar.web', 'rerender_prepare')") > 0
+    assert page.evaluate("cellar.call('cellar.site.bridge', 'rerender_prepare')") > 0
 
 
 def test_the_diepgang_notebook_is_stale_and_names_its_missing_input(page, site_url, screenshot):

@@ -11,10 +11,10 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from playwright.sync_api import expect
 
-from cellar.embedding import StaticModel
-from cellar.search import Filters, Searcher
-from cellar.shard import open_shard
-from cellar.site_server import serve_in_background
+from cellar.retrieval.embedding import StaticModel
+from cellar.retrieval.search import Filters, Searcher
+from cellar.retrieval.shard import open_shard
+from cellar.site.server import serve_in_background
 
 from tests.browser.conftest import BOOT_TIMEOUT_MS, SCREENSHOTS
 

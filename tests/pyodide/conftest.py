@@ -1,10 +1,10 @@
 """The `pyodide` fixture: one Node process running the site's Pyodide with the cellar wheel.
 
     def test_same_revision(pyodide):
-        assert pyodide.run("import cellar.provenance as p; p.revision('x')") == revision("x")
+        assert pyodide.run("import cellar.ingest.provenance as p; p.revision('x')") == revision("x")
 
 `pyodide.run(code)` returns the JSON-decoded value of the code's final expression; a Python
-exception inside Pyodide is raised here as cellar.pyodide_host.PyodideError with its traceback.
+exception inside Pyodide is raised here as cellar.rerender.pyodide_host.PyodideError with its traceback.
 Load more of Pyodide's packages from the code itself:
 `import pyodide_js; await pyodide_js.loadPackage("pandas")`.
 """
@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from cellar.pyodide_host import PyodideHost
+from cellar.rerender.pyodide_host import PyodideHost
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,4 @@
-"""cellar.analysis and cellar.bm25 in Pyodide compute what they compute in CPython: the browser must
+"""cellar.retrieval.analysis and cellar.retrieval.bm25 in Pyodide compute what they compute in CPython: the browser must
 analyse a query exactly as the index build analysed the chunks, and score it the same."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import json
 
 import numpy as np
 
-from cellar.analysis import Analyzer, AnalyzerSettings
-from cellar.bm25 import BM25
+from cellar.retrieval.analysis import Analyzer, AnalyzerSettings
+from cellar.retrieval.bm25 import BM25
 
 TEXTS = [
     "df.groupby('key').median_house_value.mean()",
@@ -29,7 +29,7 @@ def run_json(pyodide, code: str, value) -> object:
 
 def test_terms_and_query_terms_equal_cpython(pyodide):
     code = """
-from cellar.analysis import Analyzer, AnalyzerSettings
+from cellar.retrieval.analysis import Analyzer, AnalyzerSettings
 analyzer = Analyzer(AnalyzerSettings.from_dict(value["settings"]))
 [[analyzer.terms(t), analyzer.query_terms(t)] for t in value["texts"]]
 """
@@ -46,7 +46,7 @@ def test_scores_and_top_k_equal_cpython(pyodide):
     arrays = bm.to_arrays()
     code = """
 import numpy as np
-from cellar.bm25 import BM25
+from cellar.retrieval.bm25 import BM25
 built = BM25.build(value["docs"])
 loaded = BM25.from_arrays({k: np.asarray(v, dtype=d) for (k, v), d in zip(value["arrays"].items(), value["dtypes"])})
 [[built.score(q).tolist(), loaded.score(q).tolist(), built.top_k(q, 3)[0].tolist()] for q in value["queries"]]

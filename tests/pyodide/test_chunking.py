@@ -1,4 +1,4 @@
-"""cellar.notebook and cellar.chunking in Pyodide give the very records that CPython gives.
+"""cellar.ingest.notebook and cellar.ingest.chunking in Pyodide give the very records that CPython gives.
 
 The same probe runs in both: it reads notebooks (and plain documents) from bytes and chunks them;
 the chunk records and skip counts must be equal, tables (pandas) and code analysis (`ast`, whose
@@ -25,8 +25,8 @@ SAMPLE = [  # every kind of chunk, nbformat 3, 4.0-4.4 and 4.99, HTML and text t
 
 PROBE = r'''
 import base64, json, warnings
-from cellar.chunking import chunk_document, chunk_notebook
-from cellar.notebook import NotebookWarning, read_notebook
+from cellar.ingest.chunking import chunk_document, chunk_notebook
+from cellar.ingest.notebook import NotebookWarning, read_notebook
 
 def chunk_all(files):
     result = {}

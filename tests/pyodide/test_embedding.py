@@ -1,4 +1,4 @@
-"""cellar.embedding in Pyodide tokenises and encodes exactly as in CPython: the browser embeds a
+"""cellar.retrieval.embedding in Pyodide tokenises and encodes exactly as in CPython: the browser embeds a
 query with the model that embedded the chunks at build time, so the two must agree.
 
 The model directory is mounted into Pyodide's file system from the host (Node's NODEFS).
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
-from cellar.embedding import load_model
+from cellar.retrieval.embedding import default_model_dir, load_model
 
-MODEL_DIR = Path(__file__).resolve().parents[2] / "models" / "minilm-l6-static-256"
+MODEL_DIR = default_model_dir()
 TEXTS = [
     "",
     "What volume did we use for the forepeak tank?",
@@ -39,7 +39,7 @@ if not os.path.exists("/mnt/model/model.json"):
     pyodide_js.FS.mkdirTree("/mnt/model")
     options = to_js({{"root": {str(MODEL_DIR)!r}}}, dict_converter=Object.fromEntries)
     pyodide_js.FS.mount(pyodide_js.FS.filesystems.NODEFS, options, "/mnt/model")
-from cellar.embedding import StaticModel, load_model
+from cellar.retrieval.embedding import StaticModel, load_model
 model = load_model("/mnt/model")
 """
 
@@ -76,7 +76,7 @@ def test_every_bmp_character_is_tokenised_as_in_cpython(pyodide):
 
 def test_a_damaged_file_is_refused_in_pyodide_too(pyodide):
     code = mounted_model() + """
-from cellar.embedding import ModelError
+from cellar.retrieval.embedding import ModelError
 names = ["model.json", "embeddings.npy", "scales.npy", "vocab.txt"]
 files = {name: open(f"/mnt/model/{name}", "rb").read() for name in names}
 files["scales.npy"] = files["scales.npy"][:-4] + b"\\0\\0\\0\\0"

@@ -1,4 +1,4 @@
-"""cellar.lessons in Pyodide: the worker loads a lesson from its fetched files and gives the
+"""cellar.lessons.lesson in Pyodide: the worker loads a lesson from its fetched files and gives the
 same verdicts, errors and output as CPython."""
 
 import json
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cellar.lessons import check_all, find_lessons, lesson_from_files, read_lesson_files, run_learner_code
+from cellar.lessons.lesson import check_all, find_lessons, lesson_from_files, read_lesson_files, run_learner_code
 
 FOLDERS = find_lessons(Path(__file__).resolve().parents[2] / "lessons")
 BROKEN = "def ratio(a, b):\n    return a / b\n\n\nprint('before')\nratio(1, 0)\n"
@@ -26,7 +26,7 @@ def test_verdicts_equal_cpython(pyodide, folder):
                lesson.solution.replace("start=1", "start=0").replace('"text": text,', '"text": text.strip(),')]
     code = f"""
 import json
-from cellar.lessons import check_all, lesson_from_files
+from cellar.lessons.lesson import check_all, lesson_from_files
 lesson = lesson_from_files({as_literal(files)})
 [{{cid: [v.passed, v.message] for cid, v in check_all(lesson, source).items()}}
  for source in {as_literal(sources)}]
@@ -41,7 +41,7 @@ lesson = lesson_from_files({as_literal(files)})
 def test_learner_errors_and_output_equal_cpython(pyodide):
     code = f"""
 import json
-from cellar.lessons import run_learner_code
+from cellar.lessons.lesson import run_learner_code
 run = run_learner_code({as_literal(BROKEN)})
 [run.stdout, run.error, 'File "main.py", line 6, in <module>' in run.traceback,
  "lessons.py" in run.traceback]

@@ -10,8 +10,8 @@ import zipfile
 
 import pytest
 
-from cellar.pyodide_host import PyodideError, PyodideHost
-from cellar.rerender import Worker, site_runtime
+from cellar.rerender.pyodide_host import PyodideError, PyodideHost
+from cellar.rerender.batch import Worker, site_runtime
 
 PACKAGES = ["ipython", "matplotlib", "numpy", "pandas"]
 REQUEST = {

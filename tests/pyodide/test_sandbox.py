@@ -1,4 +1,4 @@
-"""cellar.sandbox inside Pyodide under Node: the archive's files and nothing else, IPython's output
+"""cellar.rerender.sandbox inside Pyodide under Node: the archive's files and nothing else, IPython's output
 semantics, isolation between notebooks in one warm worker, determinism, and time limits.
 
 One worker for the module (Pyodide with numpy, pandas, matplotlib and IPython; `prepare()` once).
@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from cellar.pyodide_host import PyodideHost
+from cellar.rerender.pyodide_host import PyodideHost
 
 TANKS = b"tank,volume_m3\nforepeak,412.1\naft peak,288.0\n"
 WELLS = b"1.0 2.0\n3.0 4.0\n"
@@ -31,13 +31,13 @@ def worker(site) -> PyodideHost:
     manifest = json.loads((site / "build.json").read_text())
     wheels = [site / wheel for wheel in manifest["wheels"]]
     with PyodideHost(site / "pyodide", wheels=wheels, packages=["numpy", "pandas", "matplotlib", "ipython"]) as host:
-        host.run(f"import cellar.sandbox as sandbox; sandbox.prepare(); open({SECRET!r}, 'w').write('s3cr3t'); 0")
+        host.run(f"import cellar.rerender.sandbox as sandbox; sandbox.prepare(); open({SECRET!r}, 'w').write('s3cr3t'); 0")
         yield host
 
 
 def run(worker: PyodideHost, cells: list[str], cwd: str = CWD, **limits: float) -> dict:
     request = json.dumps({"cells": cells, "pathmap": PATHMAP, "blobs": BLOBS, "cwd": cwd, "limits": limits})
-    return json.loads(worker.run(f"import cellar.sandbox as sandbox; sandbox.run_request({request!r})"))
+    return json.loads(worker.run(f"import cellar.rerender.sandbox as sandbox; sandbox.run_request({request!r})"))
 
 
 def outputs(result: dict) -> list[list[dict]]:

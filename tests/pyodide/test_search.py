@@ -1,6 +1,6 @@
-"""cellar.shard and cellar.search in Pyodide: a shard written into Pyodide's file system opens,
+"""cellar.retrieval.shard and cellar.retrieval.search in Pyodide: a shard written into Pyodide's file system opens,
 a search answers exactly what CPython answers (timings aside), in one phase or two, and the page's
-search (cellar.web) asks for the fragments it lacks, then answers as CPython does."""
+search (cellar.site.bridge) asks for the fragments it lacks, then answers as CPython does."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ import base64
 import shutil
 from pathlib import Path
 
-from cellar import web
-from cellar.embedding import load_model
-from cellar.index import build_index
-from cellar.search import Filters, Searcher
-from cellar.shard import Shard, shard_files, write_shard
+from cellar.site import bridge
+from cellar.retrieval.embedding import default_model_dir, load_model
+from cellar.retrieval.index import build_index
+from cellar.retrieval.search import Filters, Searcher
+from cellar.retrieval.shard import Shard, shard_files, write_shard
 
-MODEL = Path(__file__).resolve().parents[2] / "models" / "minilm-l6-static-256"
+MODEL = default_model_dir()
 TEXTS = {
     "a/ballast.ipynb": ["# Ballast tanks", "tanks = ballast_tanks(vessel)", "forepeak 412.1 m3\naft 1284.6 m3"],
     "a/stability.ipynb": ["# GZ-kromme", "gz = righting_arm(heel)", "max GZ 0,82 m bij 35 graden"],
@@ -68,9 +68,9 @@ def test_pyodide_search_equals_cpython(pyodide):
     _write(pyodide, {p.name: p.read_bytes() for p in MODEL.iterdir() if p.is_file()}, "/model")
     got = pyodide.run(f"""
 import json
-from cellar.embedding import load_model
-from cellar.search import Filters, Searcher
-from cellar.shard import open_shard
+from cellar.retrieval.embedding import load_model
+from cellar.retrieval.search import Filters, Searcher
+from cellar.retrieval.shard import open_shard
 model = load_model("/model")
 shard = open_shard("/shard", model)
 searcher = Searcher(shard.index, model, shard.fragment)
@@ -88,7 +88,7 @@ json.loads(json.dumps(answers))
 
 
 def test_pyodide_page_search_fetches_then_answers_as_cpython(pyodide, tmp_path):
-    """cellar.web.search over a shard without its fragments, in Pyodide and in CPython: the same
+    """cellar.site.bridge.search over a shard without its fragments, in Pyodide and in CPython: the same
     fragments asked for, then (with those written) the same answer, marks and tables included."""
     model = load_model(MODEL)
     index = build_index(_records(), model)
@@ -99,9 +99,9 @@ def test_pyodide_page_search_fetches_then_answers_as_cpython(pyodide, tmp_path):
     (tmp_path / "shard" / "fragments").mkdir()
     expected, got = [], []
     for query, options in [(QUERIES[0], {"k": 2}), *FILTERED]:
-        call = f"from cellar import web\nanswer = web.search({query!r}, {options!r}, '/pageshard', '/model')\n"
+        call = f"from cellar.site import bridge\nanswer = bridge.search({query!r}, {options!r}, '/pageshard', '/model')\n"
         for _ in range(2):  # the first round names the fragments it lacks, the second has them
-            expected.append(_strip(web.search(query, options, str(tmp_path / "shard"), str(MODEL))))
+            expected.append(_strip(bridge.search(query, options, str(tmp_path / "shard"), str(MODEL))))
             got.append(pyodide.run(f"{call}{{key: value for key, value in answer.items() if key != 'timings_ms'}}"))
             names = expected[-1].get("fetch", [])
             for name in names:

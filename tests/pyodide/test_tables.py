@@ -1,4 +1,4 @@
-"""cellar.tables in Pyodide reads the same tables and writes the same searched text as CPython.
+"""cellar.ingest.tables in Pyodide reads the same tables and writes the same searched text as CPython.
 
 The HTML and text reprs are made here by CPython's pandas 2.2.3 (the version Pyodide 0.27.7
 ships), plus a sample of the outputs saved in ../shared/corpus when it is there.
@@ -16,7 +16,7 @@ CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
 
 PROBE = r'''
 import json
-from cellar.tables import parse_html_table, parse_text_table, table_text
+from cellar.ingest.tables import parse_html_table, parse_text_table, table_text
 
 def probe(inputs):
     out = []

@@ -1,4 +1,4 @@
-"""cellar.vfs in Pyodide resolves, refuses and checks blobs exactly as in CPython.
+"""cellar.rerender.vfs in Pyodide resolves, refuses and checks blobs exactly as in CPython.
 
 One probe (Python source) runs in both: it resolves a table of real and hostile spellings, lists
 folders, computes working directories and reads blobs from a local store (Emscripten's file
@@ -41,7 +41,7 @@ CASES = [
 
 PROBE = r'''
 import errno, json
-from cellar import vfs
+from cellar.rerender import vfs
 
 def outcome(call):
     try:

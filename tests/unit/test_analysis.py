@@ -1,4 +1,4 @@
-"""cellar.analysis: what a chunk or a query becomes, term by term."""
+"""cellar.retrieval.analysis: what a chunk or a query becomes, term by term."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 import nbformat
 import pytest
 
-from cellar.analysis import Analyzer, AnalyzerSettings
+from cellar.retrieval.analysis import Analyzer, AnalyzerSettings
 
 UNSTEMMED = Analyzer(AnalyzerSettings(stem=False))
 DEFAULT = Analyzer()
@@ -90,14 +90,14 @@ def test_stemmers_are_snowballstemmers_own_without_the_rest_of_the_package():
     interpreter that builds an Analyzer has imported two stemmer modules and not the package,
     and they stem as the package's public API does."""
     probe = (
-        "import sys\nfrom cellar.analysis import Analyzer\nAnalyzer()\n"
+        "import sys\nfrom cellar.retrieval.analysis import Analyzer\nAnalyzer()\n"
         "print(sorted(m for m in sys.modules if 'stemmer' in m or 'snowball' in m))"
     )
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert loaded.strip() == str(["cellar._snowball", "cellar._snowball.among", "cellar._snowball.basestemmer",
                                   "cellar._snowball.dutch_stemmer", "cellar._snowball.english_stemmer"])
     import snowballstemmer
-    from cellar.analysis import _stemmer
+    from cellar.retrieval.analysis import _stemmer
 
     words = "pumps pumping pressures generalizations leidingen berekening schakelaars ballasttanks kortsluitstroom".split()
     for language in ("english", "dutch"):

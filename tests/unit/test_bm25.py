@@ -1,4 +1,4 @@
-"""cellar.bm25 scores what bm25s scores (method "lucene", same k1 and b, same term lists), on the
+"""cellar.retrieval.bm25 scores what bm25s scores (method "lucene", same k1 and b, same term lists), on the
 shared corpus with the gold queries and on the repository's own small notebooks."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import nbformat
 import numpy as np
 import pytest
 
-from cellar.analysis import Analyzer
-from cellar.bm25 import BM25
+from cellar.retrieval.analysis import Analyzer
+from cellar.retrieval.bm25 import BM25
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bm25"
 

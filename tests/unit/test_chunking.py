@@ -1,4 +1,4 @@
-"""cellar.chunking: word windows, the coverage audit, and typed chunks that cite exact characters."""
+"""cellar.ingest.chunking: word windows, the coverage audit, and typed chunks that cite exact characters."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from cellar.chunking import (
+from cellar.ingest.chunking import (
     KINDS,
     audit,
     chunk_document,
@@ -32,8 +32,8 @@ from cellar.chunking import (
     window_ranges,
     word_windows,
 )
-from cellar.notebook import NotebookError, NotebookWarning, load_notebook, read_notebook
-from cellar.provenance import snapshot
+from cellar.ingest.notebook import NotebookError, NotebookWarning, load_notebook, read_notebook
+from cellar.ingest.provenance import snapshot
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 NOTEBOOKS = FIXTURES / "notebooks"
@@ -385,7 +385,7 @@ def test_find_documents_skips_hidden_folders(tmp_path):
 
 
 def test_importing_chunking_does_not_import_pandas():
-    code = "import sys, cellar.chunking; print('pandas' in sys.modules)"
+    code = "import sys, cellar.ingest.chunking; print('pandas' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
 

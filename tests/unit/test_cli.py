@@ -5,7 +5,7 @@ import sys
 
 import cellar
 from cellar.cli import main
-from cellar.provenance import revision
+from cellar.ingest.provenance import revision
 
 
 def test_version_is_the_package_version():

@@ -1,4 +1,4 @@
-"""cellar.compare: saved vs fresh outputs, normalised as nbval does, and the notebook's status."""
+"""cellar.rerender.compare: saved vs fresh outputs, normalised as nbval does, and the notebook's status."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from cellar import compare
-from cellar.notebook import read_notebook
+from cellar.rerender import compare
+from cellar.ingest.notebook import read_notebook
 
 SANITIZERS = compare.compile_sanitizers()
 

@@ -253,7 +253,7 @@ def test_designed_reason_names_the_input_that_decides_the_status(status, mapped)
 
 
 def test_cellar_vfs_resolves_what_each_notebook_reads_from_its_own_folder():
-    vfs = pytest.importorskip("cellar.vfs")
+    vfs = pytest.importorskip("cellar.rerender.vfs")
     mapping = vfs.load_pathmap(ARCHIVE / "pathmap.json")
     gen = make_archive()
     for spec in gen.NOTEBOOKS:

@@ -1,4 +1,4 @@
-"""cellar.embedding: the pure-Python WordPiece tokenizer gives the `tokenizers` library's token ids,
+"""cellar.retrieval.embedding: the pure-Python WordPiece tokenizer gives the `tokenizers` library's token ids,
 the shipped model is intact and makes sense, and a damaged model is refused naming the file.
 
 The reference tokenizer is the distiller's own `tokenizer.json`, kept in the model directory; the
@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 
 from cellar.cli import main
-from cellar.distill import DistillError, tokenizer_settings
-from cellar.embedding import ModelError, StaticModel, load_model, quantise_rows
+from cellar.retrieval.distill import DistillError, tokenizer_settings
+from cellar.retrieval.embedding import ModelError, StaticModel, default_model_dir, load_model, quantise_rows
 
-MODEL_DIR = Path(__file__).resolve().parents[2] / "models" / "minilm-l6-static-256"
+MODEL_DIR = default_model_dir()
 
 # Hand-written texts of the kinds a notebook archive holds, and the Unicode that breaks tokenizers.
 TEXTS = [
@@ -147,7 +147,7 @@ def test_every_kind_of_character_is_classed_as_the_tokenizers_library_does(model
 
 
 def test_notebook_cells_tokenise_as_the_tokenizers_library_does(model, reference, shared_corpus):
-    from cellar.notebook import load_notebook
+    from cellar.ingest.notebook import load_notebook
 
     texts = []
     for path in sorted(shared_corpus.rglob("*.ipynb")):

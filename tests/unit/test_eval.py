@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from cellar.cli import main
-from cellar.search import judge, scorecard
+from cellar.retrieval.search import judge, scorecard
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "demo"

@@ -1,4 +1,4 @@
-"""cellar.index and cellar.shard: an index built from chunk records survives a trip through a
+"""cellar.retrieval.index and cellar.retrieval.shard: an index built from chunk records survives a trip through a
 shard directory, and a damaged or mismatched shard is refused with an error naming the file."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cellar.embedding import load_model
-from cellar.index import Render, build_index, build_index_from_directory
-from cellar.shard import MANIFEST, Shard, ShardError, open_shard, shard_files, write_shard
+from cellar.retrieval.embedding import default_model_dir, load_model
+from cellar.retrieval.index import Render, build_index, build_index_from_directory
+from cellar.retrieval.shard import MANIFEST, Shard, ShardError, open_shard, shard_files, write_shard
 
 ROOT = Path(__file__).resolve().parents[2]
-MODEL = ROOT / "models" / "minilm-l6-static-256"
+MODEL = default_model_dir()
 FIXTURES = ROOT / "tests" / "fixtures"
 
 

@@ -1,4 +1,4 @@
-"""cellar.lessons and the shipped lessons: format, runner, checker, validation and the CLI.
+"""cellar.lessons.lesson and the shipped lessons: format, runner, checker, validation and the CLI.
 
 The shipped lessons are the test data: every lesson must validate, its sample solution must
 pass every checkpoint and its starter none, and a solution broken in one rule must fail the
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from cellar.cli import main
-from cellar.lessons import (
+from cellar.lessons.lesson import (
     LessonError,
     check,
     check_all,

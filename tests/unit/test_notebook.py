@@ -1,4 +1,4 @@
-"""cellar.notebook reads nbformat 3 and 4 as nbformat does, and rejects what nbformat rejects.
+"""cellar.ingest.notebook reads nbformat 3 and 4 as nbformat does, and rejects what nbformat rejects.
 
 The `nbformat` library is the oracle here (it is not used by cellar itself: it needs jsonschema,
 which Pyodide lacks).
@@ -16,7 +16,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from cellar.notebook import NotebookError, NotebookWarning, load_notebook, read_notebook
+from cellar.ingest.notebook import NotebookError, NotebookWarning, load_notebook, read_notebook
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "notebooks"
 # The one corpus notebook that nbformat.validate calls invalid and that this reader reads on

@@ -1,10 +1,10 @@
-"""cellar.provenance: revisions are SHA-256 of exact bytes; snapshots keep text as given."""
+"""cellar.ingest.provenance: revisions are SHA-256 of exact bytes; snapshots keep text as given."""
 
 import hashlib
 
 import pytest
 
-from cellar.provenance import file_revision, revision, snapshot, snapshots
+from cellar.ingest.provenance import file_revision, revision, snapshot, snapshots
 
 
 def test_revision_of_text_is_sha256_of_its_utf8_bytes():

@@ -9,18 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from cellar import environment, vfs
-from cellar.chunking import chunk_file
+from cellar.rerender import environment, vfs
+from cellar.ingest.chunking import chunk_file
 from cellar.cli import main
-from cellar.embedding import load_model
-from cellar.index import build_index_from_directory
-from cellar.provenance import revision
-from cellar.rerender import find_notebooks, notebook_cwd, read_report, reason_key, rerender, summary
-from cellar.search import Searcher
+from cellar.retrieval.embedding import default_model_dir, load_model
+from cellar.retrieval.index import build_index_from_directory
+from cellar.ingest.provenance import revision
+from cellar.rerender.batch import find_notebooks, notebook_cwd, read_report, reason_key, rerender, summary
+from cellar.retrieval.search import Searcher
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "demo" / "archive"
-MODEL = ROOT / "models" / "minilm-l6-static-256"
+MODEL = default_model_dir()
 FUEL = "2019/19-063 Fuel/fuel_consumption_19063.ipynb"
 DIEPGANG = "2022/22-031 Diepgang/diepgang_meting_22031.ipynb"
 
@@ -158,11 +158,11 @@ def test_an_archive_without_requirements_or_path_map_runs_and_a_url_makes_it_sta
 
 
 def test_the_tab_plans_from_the_sites_lock_and_names_what_it_cannot_provide(site):
-    from cellar import web
+    from cellar.site import bridge
 
     texts = {"pathmap": (DEMO / "pathmap.json").read_text(), "requirements": "pandas==2.2.3\nfluids==1.3.1\n",
              "settings": '{"cell_timeout": 5}'}
-    plan = web.rerender_plan(texts, str(site / "pyodide" / "pyodide-lock.json"))
+    plan = bridge.rerender_plan(texts, str(site / "pyodide" / "pyodide-lock.json"))
     assert plan["packages"] == ["ipython", "matplotlib", "pandas"]
     assert plan["unavailable"] == {"fluids": "no WebAssembly build shipped with this site "
                                              "(it is not among the site's Pyodide packages)"}
@@ -174,7 +174,7 @@ def test_the_tab_plans_from_the_sites_lock_and_names_what_it_cannot_provide(site
 
 
 def test_a_bad_rerender_json_is_named():
-    from cellar.rerender import Settings
+    from cellar.rerender.batch import Settings
 
     with pytest.raises(ValueError, match=r"^archive/rerender.json: .*cell_limit"):
         Settings.from_json('{"cell_limit": 5}', "archive/rerender.json")
@@ -183,8 +183,8 @@ def test_a_bad_rerender_json_is_named():
 
 
 def test_a_notebook_newer_than_cellar_knows_keeps_its_version_and_cell_types():
-    from cellar.notebook import read_notebook
-    from cellar.rerender import dump_notebook, fresh_notebook
+    from cellar.ingest.notebook import read_notebook
+    from cellar.rerender.batch import dump_notebook, fresh_notebook
 
     cells = [{"cell_type": "future cell", "metadata": {}, "source": "?"},
              {"cell_type": "code", "metadata": {}, "source": "1", "outputs": [], "execution_count": None}]

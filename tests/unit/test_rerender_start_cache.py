@@ -10,8 +10,8 @@ import subprocess
 import sys
 from importlib.util import cache_from_source
 
-from cellar import environment
-from cellar.sandbox import _checked_bytecode
+from cellar.rerender import environment
+from cellar.rerender.sandbox import _checked_bytecode
 
 
 def test_checked_bytecode_is_used_for_its_source_and_never_for_a_changed_one(tmp_path):

@@ -1,4 +1,4 @@
-"""cellar.search: the answer contract, filters, deprecated and stale notebooks, grouping per
+"""cellar.retrieval.search: the answer contract, filters, deprecated and stale notebooks, grouping per
 notebook, refusal (also under filters, on the demo archive), the two phases of a search, and the
 dev-set targets of issue 4 on the shared corpus."""
 
@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from cellar.embedding import load_model
-from cellar.index import KINDS, Render, build_index, build_index_from_directory
-from cellar.search import DEFAULT_CALIBRATION, Filters, Searcher, calibrate, evaluate, read_gold, refuses
+from cellar.retrieval.embedding import default_model_dir, load_model
+from cellar.retrieval.index import KINDS, Render, build_index, build_index_from_directory
+from cellar.retrieval.search import DEFAULT_CALIBRATION, Filters, Searcher, calibrate, evaluate, read_gold, refuses
 
 ROOT = Path(__file__).resolve().parents[2]
-MODEL = ROOT / "models" / "minilm-l6-static-256"
+MODEL = default_model_dir()
 DEMO = ROOT / "demo" / "archive"
 BALLAST = "ballast tank volumes for the 2017 vessel"
 BALLAST_NOTEBOOK = "2017/17-042 Ballast/ballast_tanks_17042.ipynb"

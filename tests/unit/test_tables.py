@@ -1,4 +1,4 @@
-"""cellar.tables: DataFrame outputs read back from HTML and text reprs, and their searched text.
+"""cellar.ingest.tables: DataFrame outputs read back from HTML and text reprs, and their searched text.
 
 The fixtures are made here by real pandas (`to_html`, `_repr_html_`, `repr`, Styler) under the
 display options that truncate and wrap; the corpus tests read every DataFrame output saved in
@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cellar.tables import Table, parse_html_table, parse_text_table, table_text
+from cellar.ingest.tables import Table, parse_html_table, parse_text_table, table_text
 
 
 def tanks() -> pd.DataFrame:
@@ -319,7 +319,7 @@ def test_multiindex_labels_are_joined():
 
 
 def test_importing_cellar_tables_does_not_import_pandas():
-    code = "import sys, cellar.tables; print('pandas' in sys.modules)"
+    code = "import sys, cellar.ingest.tables; print('pandas' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True)
     assert result.stdout.strip() == "False"

@@ -1,4 +1,4 @@
-"""cellar.vfs: logical paths from old notebooks resolve to content-addressed blobs, and nothing else.
+"""cellar.rerender.vfs: logical paths from old notebooks resolve to content-addressed blobs, and nothing else.
 
 The resolution table lists real-world spellings of mapped files that must resolve; the hostile
 table lists paths that must be refused (or be simply not found), and an audit hook proves that
@@ -22,7 +22,7 @@ from pathlib import Path, PureWindowsPath
 import pytest
 
 from cellar.cli import main
-from cellar.vfs import (
+from cellar.rerender.vfs import (
     BlobCorrupt,
     BlobNotFound,
     BlobStore,

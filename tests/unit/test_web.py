@@ -1,4 +1,4 @@
-"""cellar.web: the JSON the lesson pages get from the worker, checked on the shipped lessons, and
+"""cellar.site.bridge: the JSON the lesson pages get from the worker, checked on the shipped lessons, and
 the search page's two rounds over a shard whose fragments are fetched on demand."""
 
 import json
@@ -7,16 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from cellar import web
-from cellar.lessons import read_lesson_files
+from cellar.site import bridge
+from cellar.lessons.lesson import read_lesson_files
+from cellar.retrieval.embedding import default_model_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 LESSON_1 = read_lesson_files(ROOT / "lessons/01-passages")
-MODEL = ROOT / "models/minilm-l6-static-256"
+MODEL = default_model_dir()
 
 
 def test_lesson_page_gives_one_languages_texts_as_plain_json():
-    page = web.lesson_page(LESSON_1, "nl")
+    page = bridge.lesson_page(LESSON_1, "nl")
     assert json.loads(json.dumps(page)) == page
     assert page["title"] == "Knip bronnen in passages zonder te vergeten waar ze vandaan komen"
     assert [c["id"] for c in page["checkpoints"]] == ["document_snapshots", "word_chunks", "chunk_coverage"]
@@ -24,30 +25,30 @@ def test_lesson_page_gives_one_languages_texts_as_plain_json():
     assert "<!-- widget: chunk-explorer -->" in page["prose"]
     assert page["next"] == "embedding-lab" and page["starter"] == LESSON_1["main.py"]
     with pytest.raises(ValueError, match="no language 'de'"):
-        web.lesson_page(LESSON_1, "de")
+        bridge.lesson_page(LESSON_1, "de")
 
 
 def test_run_code_reports_output_and_the_learners_line():
-    result = web.run_code("print('a')\n\n1 / 0\n")
+    result = bridge.run_code("print('a')\n\n1 / 0\n")
     assert result["stdout"] == "a\n"
     assert result["error"] == "ZeroDivisionError: division by zero (main.py, line 3)"
     assert 'File "main.py", line 3' in result["traceback"]
 
 
 def test_run_code_clips_a_flood_of_output():
-    result = web.run_code("print('x' * 300_000)")
-    assert len(result["stdout"]) < web.OUTPUT_LIMIT + 100
+    result = bridge.run_code("print('x' * 300_000)")
+    assert len(result["stdout"]) < bridge.OUTPUT_LIMIT + 100
     assert result["stdout"].endswith("(200,001 more characters not shown)\n")
 
 
 def test_check_code_passes_the_solution_and_names_the_first_failure_of_the_starter():
-    assert web.check_code(LESSON_1, "chunk_coverage", LESSON_1["solution.py"]) == {"passed": True, "message": "passed"}
-    verdict = web.check_code(LESSON_1, "document_snapshots", LESSON_1["main.py"])
+    assert bridge.check_code(LESSON_1, "chunk_coverage", LESSON_1["solution.py"]) == {"passed": True, "message": "passed"}
+    verdict = bridge.check_code(LESSON_1, "document_snapshots", LESSON_1["main.py"])
     assert not verdict["passed"] and "not written yet" in verdict["message"]
 
 
 def test_chunk_explorer_on_the_tasks_example():
-    result = web.chunk_explorer("  A  B\nC D E F G H  ", 4, 1)
+    result = bridge.chunk_explorer("  A  B\nC D E F G H  ", 4, 1)
     assert [(p["id"], p["start"], p["end"]) for p in result["passages"]] == [("d:0", 2, 10), ("d:3", 9, 16), ("d:6", 15, 18)]
     assert (result["total_words"], result["covered_words"], result["word_occurrences"]) == (8, 8, 10)
     assert result["duplication_factor"] == 1.25 and result["error"] is None
@@ -59,7 +60,7 @@ def test_chunk_explorer_on_the_tasks_example():
     ("a b", True, 0, "must be an integer"),
 ])
 def test_chunk_explorer_shows_refusals_as_messages(text, window, overlap, message):
-    assert message in web.chunk_explorer(text, window, overlap)["error"]
+    assert message in bridge.chunk_explorer(text, window, overlap)["error"]
 
 
 def test_embedding_lab_ranks_the_passages_both_ways():
@@ -67,7 +68,7 @@ def test_embedding_lab_ranks_the_passages_both_ways():
         pytest.skip(f"no embedding model in {MODEL}")
     lab = json.loads(read_lesson_files(ROOT / "lessons/02-embedding-lab")["lab.json"])
     passages = lab["en"]["passages"]
-    result = web.embedding_lab(passages, "FP-3", str(MODEL), lab["fusion_k"])
+    result = bridge.embedding_lab(passages, "FP-3", str(MODEL), lab["fusion_k"])
     assert len(result["similarity"]) == len(passages)
     assert all(abs(result["similarity"][i][i] - 1) < 1e-3 for i in range(len(passages)))
     assert result["bm25"][0]["id"] == "tank"
@@ -78,12 +79,12 @@ def test_embedding_lab_ranks_the_passages_both_ways():
 def test_search_asks_once_for_the_fragments_it_needs_then_answers_as_the_searcher(tmp_path):
     """The page's search over a shard whose fragments are not fetched yet: the first call names
     exactly the fragments of the notebooks the answer shows (for a refusal, the closest one),
-    the second, with those in place, answers what cellar.search answers, plus the marks and
+    the second, with those in place, answers what cellar.retrieval.search answers, plus the marks and
     tables the page draws."""
-    from cellar.embedding import load_model
-    from cellar.index import build_index_from_directory
-    from cellar.search import Filters, Searcher
-    from cellar.shard import fragment_name, write_shard
+    from cellar.retrieval.embedding import default_model_dir, load_model
+    from cellar.retrieval.index import build_index_from_directory
+    from cellar.retrieval.search import Filters, Searcher
+    from cellar.retrieval.shard import fragment_name, write_shard
 
     demo = ROOT / "demo/archive"
     if not demo.is_dir() or not (MODEL / "model.json").exists():
@@ -96,7 +97,7 @@ def test_search_asks_once_for_the_fragments_it_needs_then_answers_as_the_searche
     (shard / "fragments").mkdir()
     searcher = Searcher(index, model)
     numbers = {nb["path"]: n for n, nb in enumerate(index.notebooks)}
-    web.search_open(str(shard), str(MODEL))
+    bridge.search_open(str(shard), str(MODEL))
     for query, options, filters, marked_words in [
         ("ballast tank volumes for the 2017 vessel", {"kinds": ["table"]}, Filters(kinds=("table",)), {"ballast", "tank"}),
         ("what is the salary of the CEO", {"k": 2}, Filters(), set()),
@@ -104,11 +105,11 @@ def test_search_asks_once_for_the_fragments_it_needs_then_answers_as_the_searche
         expected = searcher.search(query, k=options.get("k", 3), filters=filters)
         shown = expected["closest"] if expected["refused"] else expected["notebooks"]
         assert len(shown) == (1 if expected["refused"] else 3)
-        fetch = web.search(query, options, str(shard), str(MODEL))
+        fetch = bridge.search(query, options, str(shard), str(MODEL))
         assert fetch == {"fetch": [fragment_name(numbers[nb["path"]]) for nb in shown]}
         for name in fetch["fetch"]:
             shutil.copy(tmp_path / "all" / name, shard / name)
-        answer = web.search(query, options, str(shard), str(MODEL))
+        answer = bridge.search(query, options, str(shard), str(MODEL))
         marked = []
         for nb in (*answer["notebooks"], *answer.get("closest", ())):
             for hit in nb["hits"]:

@@ -14,7 +14,7 @@ import json
 import os
 import sys
 
-from cellar.vfs import PathMapError, VfsError, add_to_archive, check_archive, logical_path
+from cellar.rerender.vfs import PathMapError, VfsError, add_to_archive, check_archive, logical_path
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

@@ -16,7 +16,7 @@ import sys
 import warnings
 from collections import Counter
 
-from cellar.chunking import KINDS, Coverage, chunk_file, combine, coverage, find_documents, parse_rules
+from cellar.ingest.chunking import KINDS, Coverage, chunk_file, combine, coverage, find_documents, parse_rules
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

@@ -11,9 +11,9 @@ import json
 import sys
 from pathlib import Path
 
-from cellar.cli.index import DEFAULT_MODEL
 from cellar.cli.search import open_searcher
-from cellar.search import MODES, evaluate, read_gold
+from cellar.retrieval.embedding import default_model_dir
+from cellar.retrieval.search import MODES, evaluate, read_gold
 
 COLUMNS = ("notebook_hit@1", "notebook_hit@3", "notebook_hit@5", "cell_hit@5", "mrr", "refusal_recall", "false_refusal_rate")
 
@@ -25,7 +25,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("gold", metavar="GOLD.jsonl")
     parser.add_argument("--json", action="store_true", help="print the scorecard as one JSON object")
     parser.add_argument("--mode", choices=(*MODES, "all"), default="hybrid")
-    parser.add_argument("--model", default=str(DEFAULT_MODEL), metavar="DIR", help="embedding model folder")
+    parser.add_argument("--model", default=str(default_model_dir()), metavar="DIR", help="embedding model folder (default: the packaged model)")
     parser.set_defaults(func=run)
 
 

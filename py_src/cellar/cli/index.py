@@ -22,13 +22,12 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from cellar.chunking import parse_rules
-from cellar.embedding import ModelError, load_model
-from cellar.index import build_index_from_directory
-from cellar.search import Searcher, calibrate, read_gold
-from cellar.shard import write_shard
+from cellar.ingest.chunking import parse_rules
+from cellar.retrieval.embedding import ModelError, default_model_dir, load_model
+from cellar.retrieval.index import build_index_from_directory
+from cellar.retrieval.search import Searcher, calibrate, read_gold
+from cellar.retrieval.shard import write_shard
 
-DEFAULT_MODEL = Path(__file__).resolve().parents[3] / "models" / "minilm-l6-static-256"
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -38,7 +37,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", required=True, metavar="SHARD_DIR", help="where to write the shard")
     parser.add_argument("--rerendered", metavar="DIR",
                         help="the output folder of `cellar rerender` for this corpus: index fresh outputs")
-    parser.add_argument("--model", default=str(DEFAULT_MODEL), metavar="DIR", help="embedding model folder")
+    parser.add_argument("--model", default=str(default_model_dir()), metavar="DIR", help="embedding model folder (default: the packaged model)")
     parser.add_argument("--rules", metavar="RULES.json", help='metadata rules: [{"pattern": REGEX, "meta": {...}}]')
     parser.add_argument("--glossary", metavar="GLOSSARY.json", help='abbreviations: {"kk vk": "kortsluiting ..."}')
     parser.add_argument("--calibrate", metavar="GOLD.jsonl", help="fit the refusal thresholds on this gold set")

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from cellar.lessons import LessonError, catalog, validate_lesson
+from cellar.lessons.lesson import LessonError, catalog, validate_lesson
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

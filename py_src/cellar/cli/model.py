@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from cellar.distill import DistillError, distill_model
+from cellar.retrieval.distill import DistillError, distill_model
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -15,7 +15,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "distill",
         help="distil the static model from all-MiniLM-L6-v2 (needs torch: the `distill` extra)",
         description="Distil a Model2Vec static model from all-MiniLM-L6-v2 and write it, with its "
-        "SHA-256, licence and attribution, as a directory that cellar.embedding loads.",
+        "SHA-256, licence and attribution, as a directory that cellar.retrieval.embedding loads.",
     )
     distill.add_argument("--out", required=True, metavar="DIR", help="output directory")
     distill.add_argument("--pca-dims", type=int, default=256, metavar="N", help="dimensions (default 256)")

@@ -10,9 +10,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from cellar.environment import RequirementsError
-from cellar.rerender import rerender, summary
-from cellar.vfs import VfsError
+from cellar.rerender.environment import RequirementsError
+from cellar.rerender.batch import rerender, summary
+from cellar.rerender.vfs import VfsError
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

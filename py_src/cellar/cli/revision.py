@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from cellar.provenance import file_revision
+from cellar.ingest.provenance import file_revision
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

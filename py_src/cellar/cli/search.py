@@ -11,11 +11,10 @@ import argparse
 import json
 import sys
 
-from cellar.cli.index import DEFAULT_MODEL
-from cellar.embedding import load_model
-from cellar.index import KINDS
-from cellar.search import Filters, Searcher
-from cellar.shard import open_shard
+from cellar.retrieval.embedding import default_model_dir, load_model
+from cellar.retrieval.index import KINDS
+from cellar.retrieval.search import Filters, Searcher
+from cellar.retrieval.shard import open_shard
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -26,7 +25,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--k", type=int, default=3, help="notebooks to return (default 3)")
     parser.add_argument("--json", action="store_true", help="print the answer as JSON")
     add_filter_arguments(parser)
-    parser.add_argument("--model", default=str(DEFAULT_MODEL), metavar="DIR", help="embedding model folder")
+    parser.add_argument("--model", default=str(default_model_dir()), metavar="DIR", help="embedding model folder (default: the packaged model)")
     parser.set_defaults(func=run)
 
 

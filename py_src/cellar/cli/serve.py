@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from cellar.site_server import make_server
+from cellar.site.server import make_server
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

@@ -1,8 +1,8 @@
-"""The JSON glue the pages call through the worker (`cellar.call("cellar.web", name, ...)`).
+"""The JSON glue the pages call through the worker (`cellar.call("cellar.site.bridge", name, ...)`).
 
 Every function takes and returns plain JSON data and holds no logic of its own: it shapes
-what cellar.lessons, cellar.chunking, cellar.embedding, cellar.analysis, cellar.bm25,
-cellar.search and cellar.notebook compute into what a page shows. Bad input that a learner can
+what cellar.lessons.lesson, cellar.ingest.chunking, cellar.retrieval.embedding, cellar.retrieval.analysis, cellar.retrieval.bm25,
+cellar.retrieval.search and cellar.ingest.notebook compute into what a page shows. Bad input that a learner can
 type (an empty text, an overlap as large as the window) comes back as a message, not an
 exception, so a widget can show it.
 
@@ -19,9 +19,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from cellar import lessons
-from cellar.chunking import ANSI, audit, word_windows
-from cellar.provenance import snapshot
+from cellar.lessons import lesson as lessons
+from cellar.ingest.chunking import ANSI, audit, word_windows
+from cellar.ingest.provenance import snapshot
 
 # Output a runaway print loop could pile up before the time limit stops it: keep the start
 # and say how much was cut, so the tab never has to draw megabytes of text.
@@ -109,7 +109,7 @@ def chunk_explorer(text: str, window: int, overlap: int, document_id: str = "d")
 def _model(directory: str) -> Any:
     """The model from the files present in `directory`: the page fetches only those that
     inference reads. Loading checks 8 MB against model.json's hashes: once per worker."""
-    from cellar.embedding import StaticModel
+    from cellar.retrieval.embedding import StaticModel
 
     files = {path.name: path.read_bytes() for path in Path(directory).iterdir() if path.is_file()}
     return StaticModel.from_files(files, source=directory)
@@ -126,8 +126,8 @@ def embedding_lab(
     """
     import numpy as np
 
-    from cellar.analysis import Analyzer
-    from cellar.bm25 import BM25
+    from cellar.retrieval.analysis import Analyzer
+    from cellar.retrieval.bm25 import BM25
 
     model = _model(model_dir)
     ids = [passage["id"] for passage in passages]
@@ -164,8 +164,8 @@ _WORD = re.compile(r"\w+(?:[.\-]\w+)*")
 def _opened(shard_dir: str, model_dir: str) -> tuple[Any, Any]:
     """The Searcher and Shard of `shard_dir`, opened and checked once per worker (the shard's
     array files against its manifest, the manifest against the model)."""
-    from cellar.search import Searcher
-    from cellar.shard import open_shard
+    from cellar.retrieval.search import Searcher
+    from cellar.retrieval.shard import open_shard
 
     model = _model(model_dir)
     shard = open_shard(shard_dir, model)
@@ -177,7 +177,7 @@ def search_open(shard_dir: str, model_dir: str) -> dict[str, Any]:
     `search` asks for them); what the page's filters can offer."""
     import numpy as np
 
-    from cellar.index import KINDS
+    from cellar.retrieval.index import KINDS
 
     searcher, shard = _opened(shard_dir, model_dir)
     kinds, counts = np.unique(searcher.index.chunk_kind, return_counts=True)
@@ -201,8 +201,8 @@ def search(query: str, options: Mapping[str, Any], shard_dir: str, model_dir: st
     table hit the chunk's searched text as `table` (the expression that made it, a Markdown
     table and a summary sentence), which the page draws as a table.
     """
-    from cellar.search import Filters
-    from cellar.shard import fragment_name
+    from cellar.retrieval.search import Filters
+    from cellar.retrieval.shard import fragment_name
 
     searcher, shard = _opened(shard_dir, model_dir)
     filters = Filters(
@@ -245,10 +245,10 @@ def term_marks(analyzer: Any, text: str, terms: set[str]) -> list[list[int]]:
 
 def notebook_view(file: str, path: str) -> dict[str, Any]:
     """The notebook in `file` (its archive `path` names it) as plain JSON for the viewer: read by
-    cellar.notebook, so cells are numbered as the index numbers them (nbformat 3 worksheets
+    cellar.ingest.notebook, so cells are numbered as the index numbers them (nbformat 3 worksheets
     flattened), with the revision of the file's bytes; terminal colour codes are stripped from
     streams and tracebacks. A file that is not a notebook raises NotebookError naming it."""
-    from cellar.notebook import read_notebook
+    from cellar.ingest.notebook import read_notebook
 
     notebook = read_notebook(Path(file).read_bytes(), path)
     return {
@@ -270,7 +270,7 @@ def notebook_view(file: str, path: str) -> dict[str, Any]:
 
 
 def _output_view(output: Any) -> dict[str, Any]:
-    """One cellar.notebook Output as the viewer draws it, terminal colour codes stripped."""
+    """One cellar.ingest.notebook Output as the viewer draws it, terminal colour codes stripped."""
     return {
         "index": output.index,
         "output_type": output.output_type,
@@ -287,8 +287,8 @@ def _output_view(output: Any) -> dict[str, Any]:
 # -- re-rendering in the tab --------------------------------------------------------------------
 #
 # The viewer's Re-render button runs the notebook with the code `cellar rerender` runs in Node:
-# cellar.environment sorts the archive's requirements, cellar.sandbox runs the cells over the
-# path map, cellar.rerender judges the run. The page fetches the archive's small text files
+# cellar.rerender.environment sorts the archive's requirements, cellar.rerender.sandbox runs the cells over the
+# path map, cellar.rerender.batch judges the run. The page fetches the archive's small text files
 # (pathmap.json, requirements.txt, rerender.json: each may be absent, then None), asks
 # `rerender_plan` what to load, has the worker load those Pyodide packages and fetch the blobs,
 # and calls `rerender_notebook`.
@@ -299,7 +299,7 @@ def _tab_environment(requirements: str | None, lock_file: str) -> Any:
     (the site ships exactly those); a requirement beyond them has no build here."""
     import json
 
-    from cellar import environment
+    from cellar.rerender import environment
 
     lock = json.loads(Path(lock_file).read_text(encoding="utf-8"))
     return environment.sort_requirements(
@@ -310,7 +310,7 @@ def _tab_environment(requirements: str | None, lock_file: str) -> Any:
 def _pathmap(text: str | None) -> Any:
     import json
 
-    from cellar import vfs
+    from cellar.rerender import vfs
 
     data = json.loads(text) if text else {"format": vfs.FORMAT, "files": {}}
     return vfs.PathMap.from_dict(data, vfs.PATHMAP_FILE)
@@ -321,7 +321,7 @@ def rerender_plan(texts: Mapping[str, str | None], lock_file: str) -> dict[str, 
     packages to load (the sandbox's own and the archive's requirements), the blob files to fetch
     (paths relative to the archive folder; each is checked against its hash when read), the
     requirements this site cannot provide with the reason, and the time limits."""
-    from cellar import rerender, vfs
+    from cellar.rerender import batch as rerender, vfs
 
     env = _tab_environment(texts.get("requirements"), lock_file)
     blob_ids = sorted({blob for _, blob in _pathmap(texts.get("pathmap")).files.values()})
@@ -335,7 +335,7 @@ def rerender_prepare() -> float:
     """Set up the sandbox once per worker (IPython shell, pandas, matplotlib inline); the seconds
     it took the first time. The page calls it before the timed `rerender_notebook`, so that the
     notebook's time limit does not pay for imports."""
-    from cellar import sandbox
+    from cellar.rerender import sandbox
 
     return sandbox.prepare()
 
@@ -348,8 +348,8 @@ def rerender_notebook(file: str, path: str, archive_dir: str, texts: Mapping[str
     output diffs. `texts` holds the archive's `pathmap`, `requirements` and `settings`
     (rerender.json) texts or None; `ipynb` is the fresh notebook's text, byte for byte what
     `cellar rerender` writes for it."""
-    from cellar import compare, environment, rerender, sandbox
-    from cellar.notebook import read_notebook
+    from cellar.rerender import compare, environment, batch as rerender, sandbox
+    from cellar.ingest.notebook import read_notebook
 
     saved = read_notebook(Path(file).read_bytes(), path)
     settings = rerender.Settings.from_json(texts.get("settings") or "{}")
@@ -373,8 +373,8 @@ def rendered_view(saved_file: str, fresh_text: str, path: str, settings: str | N
     when the site was built (`fresh_text`, from the site's rendered/ folder) rather than of a run
     in the tab: its status and reason are the build's, its diffs computed again here with the
     archive's sanitisers (`settings`: the rerender.json text or None)."""
-    from cellar import compare, rerender
-    from cellar.notebook import read_notebook
+    from cellar.rerender import compare, batch as rerender
+    from cellar.ingest.notebook import read_notebook
 
     saved = read_notebook(Path(saved_file).read_bytes(), path)
     ipynb = fresh_text.encode("utf-8")
@@ -392,7 +392,7 @@ def rendered_view(saved_file: str, fresh_text: str, path: str, settings: str | N
 def _side_by_side(saved: Any, fresh: Any, entry: Mapping[str, Any], ipynb: bytes) -> dict[str, Any]:
     """Per code cell: its fresh outputs, a badge (same | drifted | failed | not run) and the
     output diffs of the report `entry`; with the notebook's status, reason and fresh text."""
-    from cellar import compare
+    from cellar.rerender import compare
 
     diffs = {cell["cell"]: cell["outputs"] for cell in entry["cells"]}
     ran = fresh.metadata.get("cellar_rerender", {}).get("ran")

@@ -7,7 +7,7 @@ into the text that is searched (`table_text`): a Markdown table of the first row
 dtypes, then one sentence of statistics computed from every row that was saved.
 
 pandas is imported inside the functions, never at module level: importing it costs seconds in
-Pyodide and most callers of `cellar.tables` only need it once a table turns up.
+Pyodide and most callers of `cellar.ingest.tables` only need it once a table turns up.
 """
 
 from __future__ import annotations

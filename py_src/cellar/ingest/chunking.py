@@ -7,11 +7,11 @@ a prefix or be derived (a Markdown table, a plot description), but never holds b
 terminal escape codes.
 
 Kinds: markdown (prose windows under their heading path), code (the source with a prefix naming
-what it defines), table (DataFrame outputs, through `cellar.tables`), scalar (a short result, as
+what it defines), table (DataFrame outputs, through `cellar.ingest.tables`), scalar (a short result, as
 `expression = value`), stream (printed text and long text results, windowed), plot (an image,
 described by the labels in its code and the Markdown above), error (exception, value and last
 frame) and text (plain documents and raw cells). Widget views and unknown MIME types are skipped and
-counted. pandas is imported only when a table is met, through `cellar.tables`.
+counted. pandas is imported only when a table is met, through `cellar.ingest.tables`.
 """
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ from dataclasses import dataclass
 from keyword import iskeyword
 from typing import TYPE_CHECKING, Any
 
-from cellar.notebook import Cell, Notebook, NotebookError, Output, load_notebook, relative_path
-from cellar.provenance import revision
+from cellar.ingest.notebook import Cell, Notebook, NotebookError, Output, load_notebook, relative_path
+from cellar.ingest.provenance import revision
 
-if TYPE_CHECKING:  # cellar.tables itself is imported on first use: it brings pandas
-    from cellar.tables import Table
+if TYPE_CHECKING:  # cellar.ingest.tables itself is imported on first use: it brings pandas
+    from cellar.ingest.tables import Table
 
 DOCUMENT_SUFFIXES = (".ipynb", ".md", ".markdown", ".txt")
 KINDS = ("markdown", "code", "table", "scalar", "stream", "plot", "error", "text")
@@ -132,7 +132,7 @@ def window_ranges(n_words: int, size: int, overlap: int) -> list[tuple[int, int]
 
 
 def word_windows(document: Mapping[str, str], size: int, overlap: int) -> list[Window]:
-    """Windows of a document snapshot (`cellar.provenance.snapshot`: id, text, revision)."""
+    """Windows of a document snapshot (`cellar.ingest.provenance.snapshot`: id, text, revision)."""
     text = document["text"]
     spans = word_spans(text)
     windows = []
@@ -901,8 +901,8 @@ def _output(maker: _Maker, cell: Cell, output: Output, facts: CodeFacts, above: 
 
 
 def _tables() -> Any:
-    """`cellar.tables`, imported on first use: it brings pandas, which costs seconds in Pyodide."""
-    from cellar import tables
+    """`cellar.ingest.tables`, imported on first use: it brings pandas, which costs seconds in Pyodide."""
+    from cellar.ingest import tables
 
     return tables
 

@@ -5,7 +5,7 @@ time the same code in both. It runs the runtime and the cellar wheel of a built 
 it measures is what the browser tab runs.
 
     with PyodideHost(site / "pyodide", wheels=[...]) as host:
-        host.run("import cellar.provenance as p; p.revision('abc')")   # -> 'ba7816bf...'
+        host.run("import cellar.ingest.provenance as p; p.revision('abc')")   # -> 'ba7816bf...'
 
     with PyodideHost(site / "pyodide", files={"/tmp/in.zip": "in.zip"}) as host:  # copied in
         host.read_file("/tmp/in.zip")   # -> the bytes of a file in Pyodide's file system

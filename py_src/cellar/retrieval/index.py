@@ -2,8 +2,8 @@
 
 Chunks are grouped contiguously per notebook (notebook ``n`` owns rows ``start:end``), so a
 notebook's chunks are one slice of every per-chunk array and one fragment file in the shard.
-Per chunk: BM25 terms (``cellar.analysis``) in a score matrix (``cellar.bm25``), an int8 embedding
-with one float32 scale per row (``cellar.embedding``), and its notebook, cell, output and kind as
+Per chunk: BM25 terms (``cellar.retrieval.analysis``) in a score matrix (``cellar.retrieval.bm25``), an int8 embedding
+with one float32 scale per row (``cellar.retrieval.embedding``), and its notebook, cell, output and kind as
 small integer arrays that the query path filters and groups with NumPy alone.
 
 ``build_index`` is pure (records in, an Index out); ``build_index_from_directory`` is the edge
@@ -22,15 +22,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from cellar.analysis import Analyzer, AnalyzerSettings
-from cellar.bm25 import BM25
-from cellar.embedding import StaticModel, quantise_rows
+from cellar.retrieval.analysis import Analyzer, AnalyzerSettings
+from cellar.retrieval.bm25 import BM25
+from cellar.retrieval.embedding import StaticModel, quantise_rows
 
 if TYPE_CHECKING:  # chunking is imported where files are read: the query path does not need it
-    from cellar.chunking import Chunked
+    from cellar.ingest.chunking import Chunked
 
 KINDS = ("markdown", "code", "table", "scalar", "stream", "plot", "error", "text")
-# What re-rendering found (cellar.rerender); "unchecked": not re-rendered, the saved outputs as they are.
+# What re-rendering found (cellar.rerender.batch); "unchecked": not re-rendered, the saved outputs as they are.
 STATUSES = ("clean", "drifted", "stale", "unchecked")
 NOTEBOOK_META = ("project", "author", "year", "vessel_class", "tags", "deprecated")
 
@@ -221,16 +221,16 @@ def build_index_from_directory(
 
     A file that cannot be read or parsed is reported as ``path: reason`` and skipped.
     ``model`` is a StaticModel or a model directory; ``rules`` come from
-    ``cellar.chunking.parse_rules``.
+    ``cellar.ingest.chunking.parse_rules``.
     """
-    from cellar.chunking import chunk_file, find_documents
-    from cellar.embedding import load_model
+    from cellar.ingest.chunking import chunk_file, find_documents
+    from cellar.retrieval.embedding import load_model
 
     if not os.path.isdir(corpus_dir):
         raise ValueError(f"{corpus_dir}: not a folder")
     report_entries = None
     if rerendered is not None:
-        from cellar.rerender import read_report
+        from cellar.rerender.batch import read_report
 
         report_entries = read_report(rerendered)
     model = model if isinstance(model, StaticModel) else load_model(model)
@@ -286,8 +286,8 @@ def with_render(
     re-rendered clean or drifted; the saved ones when it is stale. Anything that keeps the fresh
     outputs from being trusted (no entry, a file changed since, a missing fresh notebook) keeps the
     saved ones, unchecked, with a problem (``path: what``) to report."""
-    from cellar.chunking import chunk_notebook
-    from cellar.notebook import NotebookError, read_notebook
+    from cellar.ingest.chunking import chunk_notebook
+    from cellar.ingest.notebook import NotebookError, read_notebook
 
     saved = chunked.source
     path = saved.path

@@ -1,4 +1,4 @@
-// Runs Python in Pyodide under Node for cellar.pyodide_host: the same runtime and the same
+// Runs Python in Pyodide under Node for cellar.rerender.pyodide_host: the same runtime and the same
 // cellar wheel as the browser tab, driven over a line protocol on stdin / stdout.
 //
 //   node pyodide_host.mjs '{"runtime": DIR, "wheels": [PATH...], "packages": [NAME...],
@@ -16,7 +16,7 @@
 // can: Python arms it with `js.cellarArmDeadline(seconds)` (0 disarms), and when the deadline
 // passes the watchdog writes SIGINT into Pyodide's interrupt buffer, which raises
 // KeyboardInterrupt at the next bytecode check. A cell stuck inside one long C call is out of
-// its reach; cellar.pyodide_host's per-request timeout kills the process for that.
+// its reach; cellar.rerender.pyodide_host's per-request timeout kills the process for that.
 
 import { readFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";

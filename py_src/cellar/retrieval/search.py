@@ -51,9 +51,9 @@ from typing import Any
 
 import numpy as np
 
-from cellar.analysis import Analyzer
-from cellar.embedding import StaticModel
-from cellar.index import KINDS, Index
+from cellar.retrieval.analysis import Analyzer
+from cellar.retrieval.embedding import StaticModel
+from cellar.retrieval.index import KINDS, Index
 
 DEPTH = 50  # chunks taken from each ranker
 DENSE_WEIGHT = 0.03  # share of the dense ranker in a hybrid notebook score (see the docstring)

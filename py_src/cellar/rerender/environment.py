@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cellar.provenance import file_revision, revision
+from cellar.ingest.provenance import file_revision, revision
 
 REQUIREMENT = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*(?:==\s*([^\s;#]+))?")
 HASH = re.compile(r"--hash=sha256:([0-9a-f]{64})")
@@ -38,7 +38,7 @@ HASH = re.compile(r"--hash=sha256:([0-9a-f]{64})")
 IMPORT_NAMES = {"python-ternary": "ternary", "scikit-learn": "sklearn", "pillow": "PIL",
                 "python-dateutil": "dateutil", "typing-extensions": "typing_extensions",
                 "pyyaml": "yaml", "beautifulsoup4": "bs4", "coolprop": "CoolProp"}
-BASE_PACKAGES = ("ipython", "matplotlib", "pandas")  # what cellar.sandbox.prepare() imports
+BASE_PACKAGES = ("ipython", "matplotlib", "pandas")  # what cellar.rerender.sandbox.prepare() imports
 
 
 class RequirementsError(ValueError):

@@ -6,7 +6,7 @@ WordPiece); its vector is the mean of its token vectors, L2-normalised. Unknown 
 out, as Model2Vec does, and a text with no known token gets the zero vector, which has cosine 0
 with everything.
 
-A model is a directory (see `cellar.distill`, which writes it):
+A model is a directory (see `cellar.retrieval.distill`, which writes it):
 
     model.json       id, dims, tokenizer and pooling settings, upstream, every file's SHA-256
     embeddings.npy   int8 token vectors, one row per token id
@@ -15,12 +15,14 @@ A model is a directory (see `cellar.distill`, which writes it):
     tokenizer.json, LICENSE, README.md   reference tokenizer, upstream licence, attribution
 
 `load_model(directory)` checks every file against model.json; `StaticModel.from_files` builds the
-same model from bytes that a browser worker fetched.
+same model from bytes. The default model ships inside the package (`default_model_dir()`, found
+through importlib.resources), so an installed wheel, in CPython or in the tab, needs no checkout.
 """
 
 from __future__ import annotations
 
 import bisect
+import importlib.resources
 import io
 import itertools
 import json
@@ -33,10 +35,11 @@ from pathlib import Path, PurePosixPath
 
 import numpy as np
 
-from cellar.provenance import revision
+from cellar.ingest.provenance import revision
 
 MODEL_FORMAT = 1
 MANIFEST = "model.json"
+DEFAULT_MODEL_ID = "minilm-l6-static-256"
 
 # The normaliser and pre-tokenizer settings this module implements: those of BERT uncased.
 BERT_UNCASED_NORMALIZER = {
@@ -282,7 +285,7 @@ def quantise_rows(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Symmetric int8 quantisation with one float32 scale per row: `vectors ~ q * scale[:, None]`.
 
     A row of zeros gets scale 0. Per-row scales keep every row's relative precision, whatever its
-    norm; see cellar.distill for why that matters for this model.
+    norm; see cellar.retrieval.distill for why that matters for this model.
     """
     vectors = np.asarray(vectors, dtype=np.float32)
     if vectors.ndim != 2:
@@ -454,6 +457,17 @@ def _parse_vocab(data: bytes, where: str) -> list[str]:
         raise ModelError(f"{where}: not UTF-8 ({error})") from None
     # One token per line; split on "\n" only, since str.splitlines also breaks at \x1c, \x85, ...
     return text.removesuffix("\n").split("\n")
+
+
+def default_model_dir() -> Path:
+    """The folder of the model that ships in the package (package data of cellar.retrieval)."""
+    return Path(str(importlib.resources.files("cellar.retrieval") / "models" / DEFAULT_MODEL_ID))
+
+
+@lru_cache(maxsize=1)
+def default_model() -> StaticModel:
+    """The packaged model, loaded and checked once per process (8 MB against model.json's hashes)."""
+    return load_model(default_model_dir())
 
 
 def load_model(directory: str | PathLike[str]) -> StaticModel:

@@ -69,7 +69,7 @@ from dataclasses import asdict, dataclass, field
 from os import PathLike
 from typing import Any
 
-from cellar.provenance import revision
+from cellar.ingest.provenance import revision
 
 FORMAT = 1
 PATHMAP_FILE = "pathmap.json"
@@ -90,7 +90,7 @@ AnyPath = str | bytes | PathLike
 
 
 class VfsError(Exception):
-    """Base of every error that cellar.vfs raises."""
+    """Base of every error that cellar.rerender.vfs raises."""
 
 
 class PathMapError(VfsError, ValueError):

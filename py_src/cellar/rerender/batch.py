@@ -4,7 +4,7 @@
     report["counts"]   # {"clean": 11, "drifted": 1, "stale": 1}
 
 For each notebook (`*.ipynb` under the archive, checkpoints skipped) a worker runs its code cells
-in `cellar.sandbox` with the archive's path map and blobs, starting in the notebook's own folder
+in `cellar.rerender.sandbox` with the archive's path map and blobs, starting in the notebook's own folder
 (the archive root is the logical POSIX root `/`, as `cellar blobs add` lays it out). The fresh
 notebook (the same cells with fresh outputs, nbformat 4.4, `metadata.cellar_rerender` holding the
 status) goes to `out/<same relative path>`; the originals are never written. `out/report.json`
@@ -12,8 +12,8 @@ holds the environment, each notebook's status, reason and output diffs, the coun
 stale reasons; the index build uses fresh outputs for clean and drifted notebooks and the saved
 ones for stale notebooks.
 
-A worker is a Node process running the site's Pyodide (cellar.pyodide_host) with the cellar wheel,
-the archive's environment (cellar.environment) and `cellar.sandbox.prepare()` done once. A notebook
+A worker is a Node process running the site's Pyodide (cellar.rerender.pyodide_host) with the cellar wheel,
+the archive's environment (cellar.rerender.environment) and `cellar.rerender.sandbox.prepare()` done once. A notebook
 that outruns its time limit is stopped inside the worker (the watchdog) or, if the worker stops
 answering, the worker is killed and a fresh one started; either way the notebook is stale.
 
@@ -37,10 +37,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cellar import compare, environment, vfs
-from cellar.notebook import NEWEST_MINOR, Notebook, NotebookError, read_notebook
-from cellar.provenance import revision
-from cellar.pyodide_host import PyodideError, PyodideHost
+from cellar.rerender import compare, environment, vfs
+from cellar.ingest.notebook import NEWEST_MINOR, Notebook, NotebookError, read_notebook
+from cellar.ingest.provenance import revision
+from cellar.rerender.pyodide_host import PyodideError, PyodideHost
 
 CONFIG_FILE = "rerender.json"
 REPORT_FILE = "report.json"
@@ -142,7 +142,7 @@ def reason_key(reason: str) -> str:
 class Worker:
     """One Pyodide worker: a PyodideHost with the environment loaded and the sandbox prepared.
 
-    What preparing writes that a fresh worker can reuse (cellar.sandbox's start files: the imported
+    What preparing writes that a fresh worker can reuse (cellar.rerender.sandbox's start files: the imported
     modules' bytecode, checked against their sources' hashes, and matplotlib's font list) is kept
     in `cache` on the host, one zip per runtime and environment (`environment.fingerprint`): the
     first worker writes it, later ones start from it, seconds sooner. It is taken before any
@@ -166,11 +166,11 @@ class Worker:
         host = PyodideHost(runtime, wheels=wheels, packages=packages,
                            files={self.START_FILES: self.start_files} if kept else None)
         start_files = self.START_FILES if self.start_files else None
-        host.run(f"import cellar.sandbox as sandbox; sandbox.prepare(start_files={start_files!r})")
+        host.run(f"import cellar.rerender.sandbox as sandbox; sandbox.prepare(start_files={start_files!r})")
         if self.start_files and not kept:
             self._keep(host.read_file(self.START_FILES))
         self.start_seconds += time.perf_counter() - started
-        self.sent: set[str] = set()  # blob ids this process holds (cellar.sandbox keeps them)
+        self.sent: set[str] = set()  # blob ids this process holds (cellar.rerender.sandbox keeps them)
         return host
 
     def _keep(self, data: bytes) -> None:
@@ -189,7 +189,7 @@ class Worker:
         """The sandbox's result for `request`, sending only the `blobs` (id -> base64) this process
         has not had yet; a worker that does not answer in time is replaced, and the run stopped."""
         fresh = {blob_id: data for blob_id, data in blobs.items() if blob_id not in self.sent}
-        code = ("import cellar.sandbox as sandbox; "
+        code = ("import cellar.rerender.sandbox as sandbox; "
                 f"sandbox.run_request({json.dumps({**request, 'blobs': fresh})!r})")
         try:
             reply = json.loads(self.host.run(code, timeout=timeout))

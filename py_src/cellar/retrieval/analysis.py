@@ -147,7 +147,7 @@ def _stemmer(language: str) -> Callable[[str], str]:
     if package is None:
         spec = importlib.util.find_spec("snowballstemmer")  # finds the package without importing it
         if spec is None or not spec.submodule_search_locations:
-            raise ImportError("cellar.analysis needs the snowballstemmer package (pure Python)")
+            raise ImportError("cellar.retrieval.analysis needs the snowballstemmer package (pure Python)")
         package = types.ModuleType(_SNOWBALL, "snowballstemmer's modules, without its __init__")
         package.__path__ = list(spec.submodule_search_locations)
         sys.modules[_SNOWBALL] = package

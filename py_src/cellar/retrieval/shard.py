@@ -3,7 +3,7 @@
     manifest.json          format, cellar version, model id + SHA-256, analyser settings, BM25
                            parameters, counts, refusal calibration, the notebook table, and every
                            other file with its bytes and SHA-256 (plus a checksum of itself)
-    bm25_*.npy             the BM25 score matrix (CSC arrays, see cellar.bm25)
+    bm25_*.npy             the BM25 score matrix (CSC arrays, see cellar.retrieval.bm25)
     vectors.npy scales.npy int8 chunk embeddings and their per-row scales
     chunk_*.npy            notebook, cell, output and kind of every chunk
     fragments/<n>.json     the chunk records of notebook n: fetched on demand, one per notebook
@@ -25,11 +25,11 @@ from typing import Any
 import numpy as np
 
 from cellar import __version__
-from cellar.analysis import AnalyzerSettings
-from cellar.bm25 import BM25
-from cellar.embedding import StaticModel
-from cellar.index import Index
-from cellar.provenance import revision
+from cellar.retrieval.analysis import AnalyzerSettings
+from cellar.retrieval.bm25 import BM25
+from cellar.retrieval.embedding import StaticModel
+from cellar.retrieval.index import Index
+from cellar.ingest.provenance import revision
 
 FORMAT = 1
 MANIFEST = "manifest.json"

@@ -23,9 +23,9 @@ formatters for `_repr_html_` and friends), its display publisher receives `displ
 
 Files. While a notebook runs, `open`, `io.open`, `os.stat`/`lstat`/`listdir`/`chdir`/`getcwd`/
 `mkdir`/`remove`, and with them `os.path.exists/isfile/isdir`, `pathlib`, pandas' `read_*` and
-`numpy.loadtxt`, see the archive's path map (cellar.vfs): a mapped path reads its blob (checked
+`numpy.loadtxt`, see the archive's path map (cellar.rerender.vfs): a mapped path reads its blob (checked
 against its hash), a write goes to a scratch folder that is deleted after the notebook (and reads
-back from there), and any other path is refused as cellar.vfs refuses it. The interpreter's own
+back from there), and any other path is refused as cellar.rerender.vfs refuses it. The interpreter's own
 files (the standard library, site-packages, matplotlib's caches) stay readable by library code, so
 that imports and fonts work, but not by a cell's own `open`.
 
@@ -37,7 +37,7 @@ directory are restored, and modules a notebook imported from outside the interpr
 are dropped from `sys.modules`.
 
 Time limits: each cell gets `min(cell_timeout, what is left of notebook_timeout)`. The watchdog is
-the host's (`js.cellarArmDeadline` from cellar.pyodide_host, which trips Pyodide's interrupt
+the host's (`js.cellarArmDeadline` from cellar.rerender.pyodide_host, which trips Pyodide's interrupt
 buffer) or, in CPython, SIGALRM; either raises KeyboardInterrupt in the cell, and the run stops
 with `stopped` saying which limit was hit.
 """
@@ -63,7 +63,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cellar import vfs
+from cellar.rerender import vfs
 
 SEED = 0
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
@@ -768,7 +768,7 @@ def run_notebook(
     The result: `{"cells": [{"execution_count", "outputs": [nbformat 4 output dicts]}, ...]`
     (one per cell run), `"stopped"`: why the run stopped early (a time limit) or None, and
     `"seconds"`. A cell's error is an error output and the run goes on, as with nbclient's
-    `allow_errors`; comparing with the saved outputs (cellar.compare) decides what it means.
+    `allow_errors`; comparing with the saved outputs (cellar.rerender.compare) decides what it means.
     """
     if _BASELINE is None:
         prepare()

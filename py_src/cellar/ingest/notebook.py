@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
 
-from cellar.provenance import revision
+from cellar.ingest.provenance import revision
 
 NEWEST_MINOR = 5  # the newest nbformat 4 minor version whose shapes this reader knows
 CELL_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")

