@@ -35,9 +35,6 @@ WEB = ROOT / "web"
 WHEELS = ROOT / "wheels"
 LESSONS = ROOT / "lessons"
 DEMO_ARCHIVE = ROOT / "demo" / "archive"
-MODEL = ROOT / "models" / "minilm-l6-static-256"
-# What the tab needs of the model (its tokenizer.json is the upstream file the tests compare with).
-MODEL_FILES = ("model.json", "embeddings.npy", "scales.npy", "vocab.txt", "LICENSE", "README.md")
 SHARD = ROOT / "build" / "shard"
 RERENDERED = ROOT / "build" / "rerendered"
 RERENDER_WORKERS = 2  # this machine's cores; more workers than cores only share them
@@ -123,8 +120,7 @@ def step_setup() -> None:
         log("setup: creating .venv")
         venv.EnvBuilder(with_pip=True).create(VENV)
     log("setup: installing cellar and its dev tools into .venv (first time: a minute or two)")
-    run([str(venv_python()), "-m", "pip", "install", "-qq", "--disable-pip-version-check",
-         "-e", f"{ROOT}[dev]"])
+    run([str(venv_python()), "-m", "pip", "install", "-qq", "--disable-pip-version-check", "-e", f"{ROOT}[dev]"])
     stamp.write_text(wanted)
 
 
@@ -140,8 +136,7 @@ def fetch_npm_tarball(downloads: Path) -> Path:
     if not tarball.exists():
         log(f"runtime: fetching pyodide@{PYODIDE_VERSION} from the npm registry")
         with tempfile.TemporaryDirectory() as tmp:
-            run(["npm", "pack", "--silent", f"pyodide@{PYODIDE_VERSION}"], cwd=tmp,
-                stdout=subprocess.DEVNULL)
+            run(["npm", "pack", "--silent", f"pyodide@{PYODIDE_VERSION}"], cwd=tmp, stdout=subprocess.DEVNULL)
             shutil.move(Path(tmp) / tarball.name, tarball)
     check_hash(tarball, PYODIDE_NPM_TARBALL_SHA256, f"the npm package pyodide@{PYODIDE_VERSION}")
     return tarball
@@ -149,14 +144,31 @@ def fetch_npm_tarball(downloads: Path) -> Path:
 
 def fetch_pypi_wheel(name: str, version: str, expected: str, downloads: Path) -> Path:
     """A wheel from PyPI by exact version, cached and checked against its pinned SHA-256."""
-    found = [p for p in downloads.glob("*.whl")
-             if p.name.lower().startswith(f"{name.replace('-', '_')}-{version}-".lower())]
+    found = [
+        p for p in downloads.glob("*.whl") if p.name.lower().startswith(f"{name.replace('-', '_')}-{version}-".lower())
+    ]
     if not found:
         log(f"fetching {name}=={version} from PyPI")
-        run([sys.executable, "-m", "pip", "download", "-qq", "--no-deps", "--only-binary=:all:",
-             "--disable-pip-version-check", "-d", str(downloads), f"{name}=={version}"])
-        found = [p for p in downloads.glob("*.whl")
-                 if p.name.lower().startswith(f"{name.replace('-', '_')}-{version}-".lower())]
+        run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "-qq",
+                "--no-deps",
+                "--only-binary=:all:",
+                "--disable-pip-version-check",
+                "-d",
+                str(downloads),
+                f"{name}=={version}",
+            ]
+        )
+        found = [
+            p
+            for p in downloads.glob("*.whl")
+            if p.name.lower().startswith(f"{name.replace('-', '_')}-{version}-".lower())
+        ]
     if not found:
         raise BuildError(f"pip did not produce a wheel for {name}=={version}")
     check_hash(found[0], expected, f"{name}=={version}")
@@ -193,15 +205,18 @@ def verify_runtime(directory: Path) -> dict:
     """Check every runtime file against its pinned or locked SHA-256; return the official lock."""
     for name, expected in CORE_FILES.items():
         check_hash(directory / name, expected, f"Pyodide {PYODIDE_VERSION} core file {name}")
-    check_hash(directory / "pyodide-lock.json", OFFICIAL_LOCK_SHA256,
-               f"the official Pyodide {PYODIDE_VERSION} lock")
+    check_hash(directory / "pyodide-lock.json", OFFICIAL_LOCK_SHA256, f"the official Pyodide {PYODIDE_VERSION} lock")
     lock = json.loads((directory / "pyodide-lock.json").read_text())
     for entry in lock["packages"].values():
         path = directory / entry["file_name"]
         if path.exists():
             check_hash(path, entry["sha256"], f"package {entry['name']} (official lock)")
-    missing = [entry["file_name"] for name in package_closure(lock, SITE_PACKAGES)
-               for entry in [lock["packages"][name]] if not (directory / entry["file_name"]).exists()]
+    missing = [
+        entry["file_name"]
+        for name in package_closure(lock, SITE_PACKAGES)
+        for entry in [lock["packages"][name]]
+        if not (directory / entry["file_name"]).exists()
+    ]
     if missing:
         raise BuildError(f"{directory}: the runtime lacks package files: {', '.join(missing)}")
     return lock
@@ -260,9 +275,22 @@ def step_wheel() -> list[Path]:
         log("wheel: building the cellar wheel")
         for old in built:
             old.unlink()
-        run([str(venv_python()), "-m", "pip", "wheel", "-qq", "--no-deps", "--no-build-isolation",
-             "--disable-pip-version-check", "-w", str(WHEELS), str(ROOT)],
-            env={**os.environ, "SOURCE_DATE_EPOCH": "315532800"})
+        run(
+            [
+                str(venv_python()),
+                "-m",
+                "pip",
+                "wheel",
+                "-qq",
+                "--no-deps",
+                "--no-build-isolation",
+                "--disable-pip-version-check",
+                "-w",
+                str(WHEELS),
+                str(ROOT),
+            ],
+            env={**os.environ, "SOURCE_DATE_EPOCH": "315532800"},
+        )
         stamp.write_text(fingerprint)
         built = sorted(WHEELS.glob("cellar-*.whl"))
     wheels = [built[0]]
@@ -287,9 +315,19 @@ def step_js() -> Path:
         stamp.write_text(wanted)
     BUNDLES.mkdir(parents=True, exist_ok=True)
     entries = sorted((WEB / "bundles").glob("*.js"))
-    run([str(ROOT / "node_modules" / ".bin" / "esbuild"), *map(str, entries), "--bundle",
-         "--format=esm", "--minify", "--legal-comments=linked", "--log-level=warning",
-         f"--outdir={BUNDLES}"], cwd=ROOT)
+    run(
+        [
+            str(ROOT / "node_modules" / ".bin" / "esbuild"),
+            *map(str, entries),
+            "--bundle",
+            "--format=esm",
+            "--minify",
+            "--legal-comments=linked",
+            "--log-level=warning",
+            f"--outdir={BUNDLES}",
+        ],
+        cwd=ROOT,
+    )
     for stale in BUNDLES.iterdir():
         if stale.name.split(".")[0] not in {entry.stem for entry in entries}:
             stale.unlink()
@@ -301,8 +339,11 @@ def step_js() -> Path:
 
 def archive_files(corpus: Path) -> list[Path]:
     """Every file of the archive, for its fingerprint and the viewer (hidden folders skipped)."""
-    return sorted(path for path in corpus.rglob("*") if path.is_file()
-                  and not any(part.startswith(".") for part in path.relative_to(corpus).parts))
+    return sorted(
+        path
+        for path in corpus.rglob("*")
+        if path.is_file() and not any(part.startswith(".") for part in path.relative_to(corpus).parts)
+    )
 
 
 def fingerprint(*paths: Path) -> str:
@@ -334,8 +375,12 @@ def step_rerender(corpus: Path) -> Path:
     """Re-run the archive's notebooks in Pyodide with `cellar rerender` into build/rerendered,
     using the runtime and wheels already in site/ (skipped when nothing changed)."""
     digest = fingerprint(*archive_files(corpus), SITE / "build.json")
-    return run_cellar_into(RERENDERED, digest, "rerender", [
-        "rerender", str(corpus), "--out", str(RERENDERED), "--site", str(SITE), "--workers", str(RERENDER_WORKERS)])
+    return run_cellar_into(
+        RERENDERED,
+        digest,
+        "rerender",
+        ["rerender", str(corpus), "--out", str(RERENDERED), "--site", str(SITE), "--workers", str(RERENDER_WORKERS)],
+    )
 
 
 def step_index(corpus: Path, gold: Path | None, rerendered: Path | None) -> Path:
@@ -343,13 +388,13 @@ def step_index(corpus: Path, gold: Path | None, rerendered: Path | None) -> Path
     fresh outputs of `rerendered` (None: the saved outputs, unchecked); with a gold set, the
     refusal thresholds are calibrated on it."""
     fresh = archive_files(rerendered) if rerendered else []
-    digest = fingerprint(*archive_files(corpus), *(MODEL / name for name in MODEL_FILES), *([gold] if gold else []),
-                         *fresh)
+    digest = fingerprint(*archive_files(corpus), *([gold] if gold else []), *fresh)
     calibrate = ["--calibrate", str(gold)] if gold else []
     fresh_outputs = ["--rerendered", str(rerendered)] if rerendered else []
     # exit status 1: some files were skipped and reported; the shard is still written
-    return run_cellar_into(SHARD, digest, "index", [
-        "index", str(corpus), "--out", str(SHARD), "--model", str(MODEL), *calibrate, *fresh_outputs], accept=(0, 1))
+    return run_cellar_into(
+        SHARD, digest, "index", ["index", str(corpus), "--out", str(SHARD), *calibrate, *fresh_outputs], accept=(0, 1)
+    )
 
 
 # --- site: the static site -----------------------------------------------------------------------
@@ -368,7 +413,7 @@ def runtime_plan(runtime: Path, lock: dict, wheels: list[Path]) -> tuple[dict[st
 
 
 def content_plan(bundles: Path, corpus: Path, shard: Path, rerendered: Path | None) -> dict[str, Path]:
-    """What else site/ holds: pages, bundles, lessons, the model, the shard, the archive and the
+    """What else site/ holds: pages, bundles, lessons, the shard, the archive and the
     re-rendered notebooks, as relative path -> source file."""
     plan: dict[str, Path] = {}
     for path in sorted(WEB.rglob("*")):
@@ -379,8 +424,6 @@ def content_plan(bundles: Path, corpus: Path, shard: Path, rerendered: Path | No
     for folder, files in lesson_files().items():
         for name in files:
             plan[f"lessons/{folder}/{name}"] = LESSONS / folder / name
-    for name in MODEL_FILES:
-        plan[f"models/{MODEL.name}/{name}"] = MODEL / name
     for path in archive_files(shard):
         plan[f"shard/{path.relative_to(shard).as_posix()}"] = path
     for path in archive_files(corpus):  # the notebooks for the viewer, and inputs for re-rendering
@@ -393,9 +436,13 @@ def content_plan(bundles: Path, corpus: Path, shard: Path, rerendered: Path | No
 def lesson_files() -> dict[str, list[str]]:
     """Each lesson folder's files (what the lesson page fetches), by folder name."""
     return {
-        folder.name: sorted(path.relative_to(folder).as_posix() for path in folder.rglob("*")
-                            if path.is_file() and "__pycache__" not in path.parts)
-        for folder in sorted(LESSONS.iterdir()) if folder.is_dir()
+        folder.name: sorted(
+            path.relative_to(folder).as_posix()
+            for path in folder.rglob("*")
+            if path.is_file() and "__pycache__" not in path.parts
+        )
+        for folder in sorted(LESSONS.iterdir())
+        if folder.is_dir()
     }
 
 
@@ -437,7 +484,6 @@ def step_site(corpus: Path = DEMO_ARCHIVE, gold: Path | None = None, rerender: b
         "pyodide_version": PYODIDE_VERSION,
         "wheels": [f"wheels/{wheel.name}" for wheel in wheels],
         "packages": sorted(site_lock["packages"]),
-        "model": f"models/{MODEL.name}/",
         "shard": "shard/",
         "archive": "archive/",
         "rendered": "rendered/" if rerender else None,
@@ -457,8 +503,7 @@ def step_site(corpus: Path = DEMO_ARCHIVE, gold: Path | None = None, rerender: b
             written += 1
         elif path.is_dir() and not any(path.iterdir()):
             path.rmdir()
-    log(f"site: {SITE} ready ({len(keep)} files, {written} changed) "
-        f"in {time.perf_counter() - started:.1f} s")
+    log(f"site: {SITE} ready ({len(keep)} files, {written} changed) in {time.perf_counter() - started:.1f} s")
     return SITE
 
 
@@ -483,8 +528,11 @@ def step_browser() -> None:
         )
     log("browser: installing Debian's chromium and chromium-driver with apt-get")
     run(["apt-get", "update", "-qq"], stdout=subprocess.DEVNULL)
-    run(["apt-get", "install", "-y", "-qq", "chromium", "chromium-driver"],
-        stdout=subprocess.DEVNULL, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+    run(
+        ["apt-get", "install", "-y", "-qq", "chromium", "chromium-driver"],
+        stdout=subprocess.DEVNULL,
+        env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
+    )
 
 
 # --- the commands --------------------------------------------------------------------------------
@@ -492,42 +540,73 @@ def step_browser() -> None:
 
 def command_serve(args: argparse.Namespace) -> int:
     step_site(args.corpus, args.gold, not args.no_rerender)
-    return subprocess.call([str(venv_python()), "-m", "cellar", "serve", str(SITE),
-                            "--host", args.host, "--port", str(args.port)])
+    return subprocess.call(
+        [str(venv_python()), "-m", "cellar", "serve", str(SITE), "--host", args.host, "--port", str(args.port)]
+    )
+
+
+# Static checks run before the tests (configured in pyproject.toml): a lint, format or type error
+# fails the run as a failing test would.
+CHECKS = (
+    ("ruff", "check", "."),
+    ("ruff", "format", "--check", "."),
+    ("mypy",),
+)
+
+
+def step_checks() -> None:
+    step_setup()
+    for check in CHECKS:
+        log(f"check: {' '.join(check)}")
+        if subprocess.call([str(venv_python()), "-m", *check], cwd=ROOT) != 0:
+            raise BuildError(
+                f"`{' '.join(check)}` found problems (see above); `ruff format .` and "
+                "`ruff check --fix .` mend most of them"
+            )
 
 
 def command_test(args: argparse.Namespace) -> int:
+    step_checks()
     step_browser()
     step_site()
     return subprocess.call([str(venv_python()), "-m", "pytest", *args.pytest_args], cwd=ROOT)
 
 
-NO_RERENDER_HELP = ("index the saved outputs as they are, without re-running the notebooks first "
-                    "(quicker for a large archive; every notebook's status is then `unchecked`)")
+NO_RERENDER_HELP = (
+    "index the saved outputs as they are, without re-running the notebooks first "
+    "(quicker for a large archive; every notebook's status is then `unchecked`)"
+)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(title="commands", dest="command", required=True)
     commands.add_parser("setup", help="create .venv and install the project with its dev tools")
     commands.add_parser("runtime", help="fetch and verify the Pyodide runtime (cached)")
     commands.add_parser("wheel", help="build the cellar wheel into wheels/")
     commands.add_parser("js", help="install the locked npm packages and bundle the page libraries")
     site = commands.add_parser("site", help="index the archive and assemble the static site in site/")
-    site.add_argument("--corpus", type=Path, default=DEMO_ARCHIVE,
-                      help="the archive to index and serve (default: the demo archive)")
-    site.add_argument("--gold", type=Path, help="a gold set to calibrate refusal on "
-                        "(default: the thresholds calibrated on the shared dev set)")
+    site.add_argument(
+        "--corpus", type=Path, default=DEMO_ARCHIVE, help="the archive to index and serve (default: the demo archive)"
+    )
+    site.add_argument(
+        "--gold",
+        type=Path,
+        help="a gold set to calibrate refusal on (default: the thresholds calibrated on the shared dev set)",
+    )
     site.add_argument("--no-rerender", action="store_true", help=NO_RERENDER_HELP)
     commands.add_parser("browser", help="make sure Chromium is installed for the browser tests")
     serve = commands.add_parser("serve", help="build the site and serve it")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument("--corpus", type=Path, default=DEMO_ARCHIVE,
-                      help="the archive to index and serve (default: the demo archive)")
-    serve.add_argument("--gold", type=Path, help="a gold set to calibrate refusal on "
-                        "(default: the thresholds calibrated on the shared dev set)")
+    serve.add_argument(
+        "--corpus", type=Path, default=DEMO_ARCHIVE, help="the archive to index and serve (default: the demo archive)"
+    )
+    serve.add_argument(
+        "--gold",
+        type=Path,
+        help="a gold set to calibrate refusal on (default: the thresholds calibrated on the shared dev set)",
+    )
     serve.add_argument("--no-rerender", action="store_true", help=NO_RERENDER_HELP)
     test = commands.add_parser("test", help="build the site and run the whole test suite")
     test.add_argument("pytest_args", nargs=argparse.REMAINDER, help="passed on to pytest")
@@ -537,9 +616,14 @@ def main(argv: list[str] | None = None) -> int:
             return command_serve(args)
         if args.command == "test":
             return command_test(args)
-        steps = {"setup": step_setup, "runtime": step_runtime, "browser": step_browser,
-                 "wheel": lambda: (step_setup(), step_wheel()), "js": step_js,
-                 "site": lambda: step_site(args.corpus, args.gold, not args.no_rerender)}
+        steps = {
+            "setup": step_setup,
+            "runtime": step_runtime,
+            "browser": step_browser,
+            "wheel": lambda: (step_setup(), step_wheel()),
+            "js": step_js,
+            "site": lambda: step_site(args.corpus, args.gold, not args.no_rerender),
+        }
         steps[args.command]()
         return 0
     except BuildError as error:

@@ -112,10 +112,14 @@ def main() -> None:
     theirs = bm25s.BM25(k1=1.2, b=0.75, method="lucene")
     theirs.index(docs, show_progress=False)
     theirs_build_s = time.perf_counter() - start
-    print(f"corpus: {len(texts)} cells, {megabytes:.1f} M characters, {sum(map(len, docs))} terms, "
-          f"{len(ours.terms)} distinct")
-    print(f"analyse {analyse_s:.2f} s ({megabytes / analyse_s:.1f} M chars/s); "
-          f"build: ours {build_s:.2f} s, bm25s {theirs_build_s:.2f} s\n")
+    print(
+        f"corpus: {len(texts)} cells, {megabytes:.1f} M characters, {sum(map(len, docs))} terms, "
+        f"{len(ours.terms)} distinct"
+    )
+    print(
+        f"analyse {analyse_s:.2f} s ({megabytes / analyse_s:.1f} M chars/s); "
+        f"build: ours {build_s:.2f} s, bm25s {theirs_build_s:.2f} s\n"
+    )
 
     query_terms = [analyzer.query_terms(q["query"]) for q in gold]
     query_terms = [q for q in query_terms if ours.columns(q)]  # bm25s cannot score an all-unknown query
@@ -146,21 +150,27 @@ def main() -> None:
         "English + Dutch, queries with both stems": (analyzer.terms, analyzer.terms),
         "English + Dutch, query language detected (default)": (analyzer.terms, analyzer.query_terms),
     }
-    print(f"\nnotebook-level retrieval, {len(answerable)} answerable queries "
-          "(gold README bm25s baseline: nb@1 .808, nb@5 .981, MRR .880, cell@5 .500)")
+    print(
+        f"\nnotebook-level retrieval, {len(answerable)} answerable queries "
+        "(gold README bm25s baseline: nb@1 .808, nb@5 .981, MRR .880, cell@5 .500)"
+    )
     print("| analyser | lang | n | nb@1 | nb@5 | MRR | cell@5 |")
     print("|---|---|---|---|---|---|---|")
     for name, (chunk_terms, query_terms) in variants.items():
         bm = ours if chunk_terms is analyzer.terms else BM25.build([chunk_terms(t) for t in texts])
         for group, m in evaluate(bm, query_terms, places, answerable).items():
-            print(f"| {name} | {group} | {m['n']:.0f} | {m['nb@1']:.3f} | {m['nb@5']:.3f} | "
-                  f"{m['mrr']:.3f} | {m['cell@5']:.3f} |")
+            print(
+                f"| {name} | {group} | {m['n']:.0f} | {m['nb@1']:.3f} | {m['nb@5']:.3f} | "
+                f"{m['mrr']:.3f} | {m['cell@5']:.3f} |"
+            )
 
 
 def plain_bm25s():
     """bm25s's own tokeniser (lower case, English stop words, no stemming), for chunks and queries."""
+
     def terms(text: str) -> list[str]:
         return bm25s.tokenize(text, stopwords="en", show_progress=False, return_ids=False)[0]
+
     return terms, terms
 
 

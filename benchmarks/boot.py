@@ -14,10 +14,10 @@ import statistics
 import sys
 from pathlib import Path
 
-from chromium import CHROMIUM_ARGS, bare_site
 from playwright.sync_api import sync_playwright
 
 from cellar.site.server import serve_in_background
+from chromium import CHROMIUM_ARGS, bare_site
 
 ROOT = Path(__file__).resolve().parent.parent
 STAGES = ("runtime", "packages", "cellar", "ready")
@@ -87,12 +87,16 @@ def main() -> int:
         core = median(name, "packages") - median(name, "runtime")
         numpy = median(name, "cellar") - median(name, "packages")
         install = median(name, "ready") - median(name, "cellar")
-        print(f"{name:12} {core / 1000:7.2f} {numpy / 1000:7.2f} {install / 1000:7.2f} "
-              f"{median(name, 'ready') / 1000:7.2f} {median(name, 'page') / 1000:7.2f}")
+        print(
+            f"{name:12} {core / 1000:7.2f} {numpy / 1000:7.2f} {install / 1000:7.2f} "
+            f"{median(name, 'ready') / 1000:7.2f} {median(name, 'page') / 1000:7.2f}"
+        )
         bare = f"bare {temperature}"
-        print(f"{bare:12} {median(bare, 'runtime') / 1000:7.2f} "
-              f"{(median(bare, 'ready') - median(bare, 'runtime')) / 1000:7.2f} {'':>7} "
-              f"{median(bare, 'ready') / 1000:7.2f} {median(bare, 'page') / 1000:7.2f}")
+        print(
+            f"{bare:12} {median(bare, 'runtime') / 1000:7.2f} "
+            f"{(median(bare, 'ready') - median(bare, 'runtime')) / 1000:7.2f} {'':>7} "
+            f"{median(bare, 'ready') / 1000:7.2f} {median(bare, 'page') / 1000:7.2f}"
+        )
     for temperature in ("cold", "warm"):
         ratio = median(f"cellar {temperature}", "page") / median(f"bare {temperature}", "page")
         print(f"ready, page clock, {temperature}: cellar / bare = {ratio:.2f}x")

@@ -16,8 +16,14 @@ PAGES = Path(__file__).resolve().parent / "pages"
 # Without the networking flags Chromium keeps trying to reach Google's services, and this
 # machine's closed network refuses every attempt.
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 
 

@@ -2,8 +2,9 @@
 
     .venv/bin/python benchmarks/chunking.py [--corpus ../shared/corpus] [--no-pyodide]
 
-The same probe runs in both: it reads every notebook and document of the corpus (cellar.ingest.chunking
-find_documents / chunk_file: read, parse, chunk; the invalid edge files are rejected on the way)
+The same probe runs in both: it reads every notebook and document of the corpus
+(cellar.ingest.discovery.find_documents, cellar.ingest.chunking.chunk_file: read, parse, chunk;
+the invalid edge files are rejected on the way)
 and prints notebooks/s and MB/s. Reference measured in the same run: json.loads of every notebook
 file, the floor any reader pays. `import pandas` (paid once, at the first table) is timed apart.
 Pyodide runs the built site's runtime and cellar wheel (run `python3 build.py site` first) and
@@ -23,9 +24,10 @@ from cellar.rerender.pyodide_host import PyodideHost
 ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / "site"
 
-PROBE = r'''
+PROBE = r"""
 import json, os, time, warnings
-from cellar.ingest.chunking import chunk_file, find_documents
+from cellar.ingest.chunking import chunk_file
+from cellar.ingest.discovery import find_documents
 from cellar.ingest.notebook import NotebookWarning
 
 def measure(corpus):
@@ -60,7 +62,7 @@ def measure(corpus):
         "json_seconds": json_seconds, "pandas_seconds": pandas_seconds, "bytes": size,
         "notebooks": notebooks, "documents": documents, "rejected": rejected, "chunks": chunks,
     }
-'''
+"""
 
 
 def cpython(corpus: Path) -> dict:
@@ -91,9 +93,8 @@ def report(name: str, result: dict) -> None:
     print(
         f"{name:8} {result['notebooks']} notebooks + {result['documents']} documents "
         f"({result['rejected']} rejected, {result['chunks']} chunks, {megabytes:.1f} MB) in "
-        f"{result['seconds']:.2f} s"
+        f"{result['seconds']:.2f} s" + (f" (CPU {result['cpu_seconds']:.2f} s)" if result["cpu_seconds"] else "") + ": "
         # time.process_time() is always 0 under Emscripten
-        + (f" (CPU {result['cpu_seconds']:.2f} s)" if result["cpu_seconds"] else "") + ": "
         f"{result['notebooks'] / result['seconds']:.1f} notebooks/s, "
         f"{megabytes / result['seconds']:.2f} MB/s; "
         f"json.loads alone {result['json_seconds']:.2f} s "

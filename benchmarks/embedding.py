@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from cellar.retrieval.embedding import default_model_dir, load_model
 from cellar.ingest.notebook import Output, load_notebook
+from cellar.retrieval.embedding import default_model_dir, load_model
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = default_model_dir()
@@ -116,13 +116,16 @@ def main() -> None:
 
     print("\nquality (one text per cell, notebooks by best cell)")
     print(f"{'':28s} {'nb@1':>6s} {'nb@5':>6s} {'MRR':>6s} {'cell@5':>6s}")
-    rows = {f"static {model.id}": static, **{f"  static, {lang} ({sum(q['lang'] == lang for q in queries)})": m
-                                             for lang, m in per_lang.items()}}
+    rows = {
+        f"static {model.id}": static,
+        **{f"  static, {lang} ({sum(q['lang'] == lang for q in queries)})": m for lang, m in per_lang.items()},
+    }
     full = full_minilm()
     if full is not None and args.reference_quality:
         encode_full = lambda batch: full.encode(batch, normalize_embeddings=True, batch_size=64)  # noqa: E731
         rows["full all-MiniLM-L6-v2"] = evaluate(
-            encode_full(texts), encode_full([q["query"] for q in queries]), places, queries)
+            encode_full(texts), encode_full([q["query"] for q in queries]), places, queries
+        )
     for name, m in rows.items():
         print(f"{name:28s} {m['nb@1']:6.3f} {m['nb@5']:6.3f} {m['mrr']:6.3f} {m['cell@5']:6.3f}")
 

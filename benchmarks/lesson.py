@@ -18,10 +18,10 @@ import sys
 import time
 from pathlib import Path
 
-from chromium import CHROMIUM_ARGS, bare_site
 from playwright.sync_api import sync_playwright
 
 from cellar.site.server import serve_in_background
+from chromium import CHROMIUM_ARGS, bare_site
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTION = (ROOT / "lessons/01-passages/solution.py").read_text(encoding="utf-8")
@@ -38,7 +38,9 @@ def lesson_timings(page, url: str) -> dict[str, float]:
     item.locator(".verdict").evaluate("node => node.textContent = ''")
     started = time.perf_counter()
     item.locator("button.check").click()
-    page.wait_for_function("() => /Passed|Geslaagd/.test(document.querySelector('#checkpoint-word_chunks .verdict').textContent)")
+    page.wait_for_function(
+        "() => /Passed|Geslaagd/.test(document.querySelector('#checkpoint-word_chunks .verdict').textContent)"
+    )
     check = (time.perf_counter() - started) * 1000
     return {"editor": editor, "python": python, "check": check}
 
@@ -81,8 +83,11 @@ def main() -> int:
     for temperature in ("cold", "warm"):
         bare = statistics.median(runs[f"bare {temperature}"])
         print(f"{temperature}: bare boot {bare / 1000:.2f} s")
-        for key, label in (("editor", "open -> usable editor"), ("python", "open -> Python ready"),
-                           ("check", "Check -> verdict")):
+        for key, label in (
+            ("editor", "open -> usable editor"),
+            ("python", "open -> Python ready"),
+            ("check", "Check -> verdict"),
+        ):
             value = statistics.median(run[key] for run in runs[f"lesson {temperature}"])
             print(f"  {label:24} {value / 1000:6.2f} s  {value / bare:5.2f}x")
     return 0

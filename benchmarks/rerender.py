@@ -30,9 +30,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from cellar.rerender import compare
 from cellar.ingest.notebook import read_notebook
-from cellar.rerender.batch import CONFIG_FILE, find_notebooks, rerender, summary
+from cellar.rerender import compare
+from cellar.rerender.batch import find_notebooks, rerender
+from cellar.rerender.report import CONFIG_FILE, summary
 
 ROOT = Path(__file__).resolve().parent.parent
 REPOS = ("CalebBell__fluids", "CalebBell__thermo")
@@ -85,8 +86,13 @@ def run_nbclient(archive: Path, notebooks: list[Path], out: Path) -> tuple[float
     for number, path in enumerate(notebooks, 1):
         book = nbformat.read(path, as_version=4)
         began = time.perf_counter()
-        client = NotebookClient(book, timeout=CELL_TIMEOUT, kernel_name="python3", allow_errors=True,
-                                resources={"metadata": {"path": str(path.parent)}})
+        client = NotebookClient(
+            book,
+            timeout=CELL_TIMEOUT,
+            kernel_name="python3",
+            allow_errors=True,
+            resources={"metadata": {"path": str(path.parent)}},
+        )
         try:
             client.execute()
         except Exception as error:  # noqa: BLE001  (a kernel death is a result, not the end)
@@ -138,22 +144,29 @@ def main() -> int:
     warm = one["timings"]["total_seconds"] - start_one
     runs = [entry["seconds"] for entry in one["notebooks"] if entry["seconds"]]
     two = rerender(archive, work / "two", workers=2, site=args.site)
-    deterministic = all((work / "one" / p.relative_to(archive)).read_bytes()
-                        == (work / "two" / p.relative_to(archive)).read_bytes() for p in notebooks)
+    deterministic = all(
+        (work / "one" / p.relative_to(archive)).read_bytes() == (work / "two" / p.relative_to(archive)).read_bytes()
+        for p in notebooks
+    )
 
     print("\n" + summary(two))
-    print(f"\n1 worker : cold start {start_one:.1f} s; {n} notebooks in {warm:.1f} s warm = "
-          f"{n / warm:.2f} notebooks/s per worker (median run {statistics.median(runs):.3f} s)")
-    print(f"2 workers: {n} notebooks in {two['timings']['total_seconds']:.1f} s, start included "
-          f"(worker starts {two['timings']['worker_start_seconds']} s)")
+    print(
+        f"\n1 worker : cold start {start_one:.1f} s; {n} notebooks in {warm:.1f} s warm = "
+        f"{n / warm:.2f} notebooks/s per worker (median run {statistics.median(runs):.3f} s)"
+    )
+    print(
+        f"2 workers: {n} notebooks in {two['timings']['total_seconds']:.1f} s, start included "
+        f"(worker starts {two['timings']['worker_start_seconds']} s)"
+    )
     print(f"fresh notebooks byte-identical between the 1- and 2-worker runs: {deterministic}")
     if args.skip_nbclient:
         return 0
     nbclient_total, nbclient_each = run_nbclient(archive, notebooks, work / "nbclient")
     print(f"nbclient : {n} notebooks in {nbclient_total:.1f} s (median {statistics.median(nbclient_each):.2f} s each)")
     ratio = two["timings"]["total_seconds"] / nbclient_total
-    print(f"ratio rerender --workers 2 / nbclient = {ratio:.2f} (target < 0.33: "
-          f"{'met' if ratio < 1 / 3 else 'not met'})")
+    print(
+        f"ratio rerender --workers 2 / nbclient = {ratio:.2f} (target < 0.33: {'met' if ratio < 1 / 3 else 'not met'})"
+    )
     # Where the time goes: the notebooks that take longest in Pyodide, beside nbclient's time.
     theirs = {path.relative_to(archive).as_posix(): seconds for path, seconds in zip(notebooks, nbclient_each)}
     ours = {entry["path"]: entry["seconds"] for entry in one["notebooks"]}
@@ -171,12 +184,16 @@ def main() -> int:
         shutil.copyfile(archive / name, rest / name)
     two_rest = rerender(rest, work / "two-rest", workers=2, site=args.site)
     rest_theirs = nbclient_total - theirs[slowest[0]]
-    print(f"without it: rerender --workers 2 {two_rest['timings']['total_seconds']:.1f} s, start included, "
-          f"vs nbclient {rest_theirs:.1f} s = {two_rest['timings']['total_seconds'] / rest_theirs:.2f}")
+    print(
+        f"without it: rerender --workers 2 {two_rest['timings']['total_seconds']:.1f} s, start included, "
+        f"vs nbclient {rest_theirs:.1f} s = {two_rest['timings']['total_seconds'] / rest_theirs:.2f}"
+    )
     stale = {entry["path"] for entry in two["notebooks"] if entry["status"] == "stale"}
     same, total = same_cells(archive, work / "two", work / "nbclient", stale)
-    print(f"code cells of the {n - len(stale)} notebooks that ran whose Pyodide outputs equal a fresh "
-          f"CPython run's: {same}/{total} = {same / max(total, 1):.1%}")
+    print(
+        f"code cells of the {n - len(stale)} notebooks that ran whose Pyodide outputs equal a fresh "
+        f"CPython run's: {same}/{total} = {same / max(total, 1):.1%}"
+    )
     print(f"(work files in {work})")
     return 0
 

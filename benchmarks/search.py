@@ -19,10 +19,11 @@ from pathlib import Path
 
 import numpy as np
 
-from cellar.retrieval.embedding import default_model_dir, load_model
-from cellar.retrieval.index import build_index_from_directory
 from cellar.rerender.pyodide_host import PyodideHost
-from cellar.retrieval.search import Searcher, read_gold
+from cellar.retrieval.embedding import default_model_dir, load_model
+from cellar.retrieval.evaluation import read_gold
+from cellar.retrieval.index import build_index_from_directory
+from cellar.retrieval.search import Searcher
 from cellar.retrieval.shard import open_shard, write_shard
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -31,10 +31,10 @@ import time
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 
-from chromium import CHROMIUM_ARGS, bare_site
 from playwright.sync_api import sync_playwright
 
 from cellar.site.server import SiteRequestHandler
+from chromium import CHROMIUM_ARGS, bare_site
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT_MS = 180_000
@@ -101,7 +101,8 @@ def latencies(browser, server, queries: list[str]) -> dict:
     page.set_default_timeout(TIMEOUT_MS)
     page.goto(f"http://127.0.0.1:{server.server_port}/")
     page.wait_for_function("document.body.dataset.searchReady === 'true'", timeout=TIMEOUT_MS)
-    passes = page.evaluate("""async (queries) => {
+    passes = page.evaluate(
+        """async (queries) => {
         const passes = [];
         for (let pass = 0; pass < 2; pass++) {
             const page = [], python = [];
@@ -114,7 +115,9 @@ def latencies(browser, server, queries: list[str]) -> dict:
             passes.push({page, python});
         }
         return passes;
-    }""", queries)
+    }""",
+        queries,
+    )
     context.close()
     return {name: passes[i] for i, name in enumerate(("first", "repeat"))}
 
@@ -131,9 +134,12 @@ def gold_queries(path: Path) -> list[str]:
 def corpus_site(site: Path, corpus: Path, gold: Path | None, into: Path) -> Path:
     """A site that is site/ but for the shard (of `corpus`) and the archive (the corpus itself)."""
     calibrate = ["--calibrate", str(gold)] if gold else []
-    subprocess.run([str(ROOT / ".venv/bin/cellar"), "index", str(corpus), "--out", str(into / "shard"),
-                    "--model", str(ROOT / "models/minilm-l6-static-256"), *calibrate],
-                   check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(
+        [str(ROOT / ".venv/bin/cellar"), "index", str(corpus), "--out", str(into / "shard"), *calibrate],
+        check=False,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     if not (into / "shard/manifest.json").is_file():
         raise SystemExit(f"cellar index {corpus} wrote no shard")
     for entry in site.iterdir():
@@ -185,19 +191,24 @@ def main() -> int:
     columns = ("cold", "reload 1", "reload 2")
     print(f"{'':8} " + " ".join(f"{c:>9}" for c in columns) + f" {'cold/bare':>10} {'warm/bare':>10} {'MB before':>10}")
     print(f"{'bare':8} " + " ".join(f"{median('bare', c) / 1000:9.2f}" for c in columns))
-    for name, (_, query, _) in sites.items():
-        print(f"{name:8} " + " ".join(f"{median(name, c) / 1000:9.2f}" for c in columns)
-              + f" {median(name, 'cold') / median('bare', 'cold'):9.2f}x"
-              f" {median(name, 'reload 2') / median('bare', 'reload 2'):9.2f}x {median(name, 'bytes') / 1e6:10.2f}")
+    for name in sites:
+        print(
+            f"{name:8} "
+            + " ".join(f"{median(name, c) / 1000:9.2f}" for c in columns)
+            + f" {median(name, 'cold') / median('bare', 'cold'):9.2f}x"
+            f" {median(name, 'reload 2') / median('bare', 'reload 2'):9.2f}x {median(name, 'bytes') / 1e6:10.2f}"
+        )
     print("warm: the second reload; MB: sent by the server before the first result, cold")
     print("questions: " + "; ".join(f"{name} {query!r}" for name, (_, query, _) in sites.items()))
     print("\nSearch latency in the page (ms; window.cellar.search, k=5; python = timings_ms.total)")
     print(f"{'':8} {'queries':>7} {'pass':>7} {'p50':>7} {'p95':>7} {'python p50':>11} {'python p95':>11}")
     for name, passes in latency.items():
         for pass_name, values in passes.items():
-            print(f"{name:8} {len(values['page']):7} {pass_name:>7} {percentile(values['page'], .5):7.1f} "
-                  f"{percentile(values['page'], .95):7.1f} {percentile(values['python'], .5):11.1f} "
-                  f"{percentile(values['python'], .95):11.1f}")
+            print(
+                f"{name:8} {len(values['page']):7} {pass_name:>7} {percentile(values['page'], 0.5):7.1f} "
+                f"{percentile(values['page'], 0.95):7.1f} {percentile(values['python'], 0.5):11.1f} "
+                f"{percentile(values['python'], 0.95):11.1f}"
+            )
     return 0
 
 

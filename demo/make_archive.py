@@ -133,17 +133,22 @@ class Notebook:
 NOTEBOOKS = (
     Notebook(
         path="2014/14-011 Hull Form/hull_coefficients_14011.ipynb",
-        project="14-011", author="H. Bakker", year=2014, vessel_class="coaster",
+        project="14-011",
+        author="H. Bakker",
+        year=2014,
+        vessel_class="coaster",
         title="Hull form coefficients, 14-011 coaster series (superseded)",
         tags=("hull form", "block coefficient", "prismatic coefficient", "superseded"),
         answers="Cb, Cm, Cp, Cwp of three 88 m coaster hull variants (table no longer used)",
-        inputs=(Input(r"\\SRV-CALC-01\Projects\2014\14-011\inputs\hullforms_14011.csv",
-                      "14-011/hullforms_14011.csv"),),
+        inputs=(Input(r"\\SRV-CALC-01\Projects\2014\14-011\inputs\hullforms_14011.csv", "14-011/hullforms_14011.csv"),),
         deprecated=True,
     ),
     Notebook(
         path="2015/15-027 Fire Main/pipe_friction_15027.ipynb",
-        project="15-027", author="M. Okafor", year=2015, vessel_class="offshore supply vessel",
+        project="15-027",
+        author="M. Okafor",
+        year=2015,
+        vessel_class="offshore supply vessel",
         title="Fire main friction losses (Darcy-Weisbach, Colebrook), 15-027 PSV",
         tags=("pipe friction", "Darcy-Weisbach", "Colebrook", "fire main", "pressure drop"),
         answers="friction loss from fire pump to forecastle hydrant, per pipe segment",
@@ -151,34 +156,45 @@ NOTEBOOKS = (
     ),
     Notebook(
         path="2016/16-008 Stabiliteit/gz_kromme_16008.ipynb",
-        project="16-008", author="P. van den Berg", year=2016, vessel_class="general cargo vessel",
+        project="16-008",
+        author="P. van den Berg",
+        year=2016,
+        vessel_class="general cargo vessel",
         title="Stabiliteit: GZ-kromme vertrek volbeladen, 16-008",
         tags=("stabiliteit", "GZ-kromme", "IS Code", "oprichtende arm", "stability"),
         answers="GZ curve and IS Code 2008 intact stability criteria (Dutch)",
-        inputs=(Input(r"\\srv-calc-01\projects\2016\16-008\invoer\kn_waarden_16008.csv",
-                      "16-008/kn_waarden_16008.csv"),),
+        inputs=(
+            Input(r"\\srv-calc-01\projects\2016\16-008\invoer\kn_waarden_16008.csv", "16-008/kn_waarden_16008.csv"),
+        ),
     ),
     Notebook(
         path="2017/17-042 Ballast/ballast_tanks_17042.ipynb",
-        project="17-042", author="J. de Vries", year=2017, vessel_class="multipurpose cargo vessel",
+        project="17-042",
+        author="J. de Vries",
+        year=2017,
+        vessel_class="multipurpose cargo vessel",
         title="Ballast tank volumes, 17-042 130 m multipurpose cargo vessel",
         tags=("ballast", "tank volumes", "tank table", "ballastwater", "130 m"),
         answers="ballast volume per tank group (aft, forepeak, midship) and the total",
-        inputs=(Input(r"\\srv-calc-01\projects\2017\17-042\inputs\tanks_17042c.csv",
-                      "17-042/tanks_17042c.csv"),),
+        inputs=(Input(r"\\srv-calc-01\projects\2017\17-042\inputs\tanks_17042c.csv", "17-042/tanks_17042c.csv"),),
     ),
     Notebook(
         path="2018/18-015 Windage/wind_loads_18015.ipynb",
-        project="18-015", author="S. Lindqvist", year=2018, vessel_class="ro-ro ferry",
+        project="18-015",
+        author="S. Lindqvist",
+        year=2018,
+        vessel_class="ro-ro ferry",
         title="Wind loads on the superstructure, 18-015 ro-ro ferry",
         tags=("wind load", "windage", "heeling moment", "superstructure"),
         answers="lateral wind force and heeling moment on the windage areas",
-        inputs=(Input(r"\\srv-calc-01\projects\2018\18-015\inputs\windage_18015.json",
-                      "18-015/windage_18015.json"),),
+        inputs=(Input(r"\\srv-calc-01\projects\2018\18-015\inputs\windage_18015.json", "18-015/windage_18015.json"),),
     ),
     Notebook(
         path="2019/19-022 Weights/weight_estimate_19022.ipynb",
-        project="19-022", author="M. Okafor", year=2019, vessel_class="harbour tug",
+        project="19-022",
+        author="M. Okafor",
+        year=2019,
+        vessel_class="harbour tug",
         title="Lightship weight estimate, 19-022 harbour tug",
         tags=("lightship", "weight estimate", "centre of gravity", "margins"),
         answers="lightship weight and centre of gravity with margins (a KeyError left in)",
@@ -186,67 +202,99 @@ NOTEBOOKS = (
     ),
     Notebook(
         path="2019/19-063 Fuel/fuel_consumption_19063.ipynb",
-        project="19-063", author="A. Jansen", year=2019, vessel_class="bulk carrier",
+        project="19-063",
+        author="A. Jansen",
+        year=2019,
+        vessel_class="bulk carrier",
         title="Fuel consumption per voyage leg, 19-063 bulk carrier",
         tags=("fuel consumption", "SFOC", "voyage", "brandstofverbruik"),
         answers="main-engine HFO per leg, Rotterdam - Singapore, from the SFOC curve",
-        inputs=(Input(r"P:\19-063\data\sfoc_me_19063.csv", "19-063/sfoc_me_19063.csv",
-                      ran_with="19-063/sfoc_me_19063_as_run.csv"),),
+        inputs=(
+            Input(
+                r"P:\19-063\data\sfoc_me_19063.csv",
+                "19-063/sfoc_me_19063.csv",
+                ran_with="19-063/sfoc_me_19063_as_run.csv",
+            ),
+        ),
         designed_status="drifted",
         designed_reason=r"input P:\19-063\data\sfoc_me_19063.csv was corrected after the saved run "
-                        "(SFOC at 75 % load 178.2 -> 171.2 g/kWh)",
+        "(SFOC at 75 % load 178.2 -> 171.2 g/kWh)",
     ),
     Notebook(
         path="2020/20-004 Mooring/mooring_tension_20004.ipynb",
-        project="20-004", author="S. Lindqvist", year=2020, vessel_class="offshore construction vessel",
+        project="20-004",
+        author="S. Lindqvist",
+        year=2020,
+        vessel_class="offshore construction vessel",
         title="Mooring line tensions, 20-004 spread mooring",
         tags=("mooring", "catenary", "line tension", "safety factor"),
         answers="quasi-static top tension and safety factor of the most loaded mooring line",
-        inputs=(Input(r"\\srv-calc-01\projects\2020\20-004\inputs\mooring_lines.csv",
-                      "20-004/mooring_lines.csv"),
-                Input(r"\\srv-calc-01\projects\2020\20-004\inputs\site_conditions.txt",
-                      "20-004/site_conditions.txt")),
+        inputs=(
+            Input(r"\\srv-calc-01\projects\2020\20-004\inputs\mooring_lines.csv", "20-004/mooring_lines.csv"),
+            Input(r"\\srv-calc-01\projects\2020\20-004\inputs\site_conditions.txt", "20-004/site_conditions.txt"),
+        ),
     ),
     Notebook(
         path="2021/21-019 Elektrisch/kortsluiting_hoofdschakelbord_21019.ipynb",
-        project="21-019", author="R. Meijer", year=2021, vessel_class="trailing suction hopper dredger",
+        project="21-019",
+        author="R. Meijer",
+        year=2021,
+        vessel_class="trailing suction hopper dredger",
         title="Kortsluitstroom hoofdschakelbord 690 V, 21-019",
         tags=("kortsluiting", "kortsluitstroom", "schakelbord", "short circuit", "IEC 61363"),
         answers="short-circuit and peak current on the 690 V main switchboard (Dutch)",
-        inputs=(Input(r"\\srv-calc-01\projects\2021\21-019\invoer\generatoren_21019.csv",
-                      "21-019/generatoren_21019.csv"),),
+        inputs=(
+            Input(r"\\srv-calc-01\projects\2021\21-019\invoer\generatoren_21019.csv", "21-019/generatoren_21019.csv"),
+        ),
     ),
     Notebook(
         path="2022/22-031 Diepgang/diepgang_meting_22031.ipynb",
-        project="22-031", author="P. van den Berg", year=2022, vessel_class="chemical tanker",
+        project="22-031",
+        author="P. van den Berg",
+        year=2022,
+        vessel_class="chemical tanker",
         title="Diepgangmeting en trim, 22-031",
         tags=("diepgang", "trim", "draft survey", "quarter mean draught"),
         answers="trim and quarter mean draught from six draught marks (Dutch)",
-        inputs=(Input(r"C:\Users\pvdberg\Desktop\diepgangen_22031.csv",
-                      "22-031/diepgangen_22031.csv", archived=False),),
+        inputs=(
+            Input(r"C:\Users\pvdberg\Desktop\diepgangen_22031.csv", "22-031/diepgangen_22031.csv", archived=False),
+        ),
         designed_status="stale",
         designed_reason=r"input C:\Users\pvdberg\Desktop\diepgangen_22031.csv is not in the archive "
-                        "(it stayed on the author's desktop)",
+        "(it stayed on the author's desktop)",
     ),
     Notebook(
         path="2023/23-012 Resistance/resistance_power_23012.ipynb",
-        project="23-012", author="L. Chen", year=2023, vessel_class="patrol vessel",
+        project="23-012",
+        author="L. Chen",
+        year=2023,
+        vessel_class="patrol vessel",
         title="Resistance and effective power, 23-012 patrol vessel",
         tags=("resistance", "effective power", "ITTC 1957", "speed-power"),
         answers="calm-water resistance, effective and brake power from 10 to 22 kn",
-        inputs=(Input(r"\\srv-calc-01\projects\2023\23-012\inputs\main_particulars_23012.json",
-                      "23-012/main_particulars_23012.json"),),
+        inputs=(
+            Input(
+                r"\\srv-calc-01\projects\2023\23-012\inputs\main_particulars_23012.json",
+                "23-012/main_particulars_23012.json",
+            ),
+        ),
     ),
     Notebook(
         path="2023/23-040 HVAC/engine_room_ventilation_23040.ipynb",
-        project="23-040", author="R. Meijer", year=2023, vessel_class="service operation vessel",
+        project="23-040",
+        author="R. Meijer",
+        year=2023,
+        vessel_class="service operation vessel",
         title="Engine room ventilation air flow (ISO 8861), 23-040",
         tags=("ventilation", "ISO 8861", "engine room", "combustion air", "heat emission"),
         answers="required engine room supply air from combustion air and heat emission",
     ),
     Notebook(
         path="2024/24-007 Ballastwater/ballastwater_behandeling_24007.ipynb",
-        project="24-007", author="A. Jansen", year=2024, vessel_class="trailing suction hopper dredger",
+        project="24-007",
+        author="A. Jansen",
+        year=2024,
+        vessel_class="trailing suction hopper dredger",
         title="Ballastwaterbehandeling: capaciteit en pomptijd, 24-007",
         tags=("ballastwater", "BWTS", "pomptijd", "ballast water treatment"),
         answers="ballast water treatment system size and pumping time (Dutch)",
@@ -349,7 +397,7 @@ def build_pathmap(notebooks: tuple[Notebook, ...]) -> tuple[dict, dict[str, byte
             blobs[blob] = data
             root = tree_root(item.written)
             if root:
-                table, key = trees.setdefault(root, {}), item.written[len(root) + 1:].replace("\\", "/")
+                table, key = trees.setdefault(root, {}), item.written[len(root) + 1 :].replace("\\", "/")
             else:
                 table, key = files, f"/{nb.folder}/{item.written}" if is_relative(item.written) else item.written
             if table.get(key, f"sha256:{blob}") != f"sha256:{blob}":
@@ -364,8 +412,11 @@ def check_imports(nb: Notebook, cells: list) -> None:
         if cell.cell_type != "code":
             continue
         for node in ast.walk(ast.parse(cell.source)):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
-                [node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else ([node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
+            )
             for name in names:
                 top = name.split(".")[0]
                 if top not in sys.stdlib_module_names and top not in REQUIREMENTS:
@@ -381,13 +432,18 @@ def execute(nb: Notebook, folder: Path) -> NotebookNode:
     cells = parse_percent(source.read_text(encoding="utf-8"), str(source))
     check_imports(nb, cells)
     redirect = {
-        item.written.replace("/", "\\").lower(): str(INPUTS / (item.ran_with or item.source))
-        for item in nb.inputs
+        item.written.replace("/", "\\").lower(): str(INPUTS / (item.ran_with or item.source)) for item in nb.inputs
     }
     book = new_notebook(cells=[new_code_cell(SETUP.format(redirect=redirect)), *cells])
     book.metadata.kernelspec = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
-    client = NotebookClient(book, kernel_name="python3", timeout=300, allow_errors=nb.errors > 0,
-                            record_timing=False, resources={"metadata": {"path": str(folder)}})
+    client = NotebookClient(
+        book,
+        kernel_name="python3",
+        timeout=300,
+        allow_errors=nb.errors > 0,
+        record_timing=False,
+        resources={"metadata": {"path": str(folder)}},
+    )
     env = dict(os.environ, TZ="UTC", PYTHONHASHSEED="0")
     with client.setup_kernel(env=env):
         info = client.wait_for_reply(client.kc.kernel_info())
@@ -430,12 +486,20 @@ def readme(notebooks: tuple[Notebook, ...]) -> str:
         for nb in notebooks
     )
     reasons = "\n".join(
-        [f"- `{nb.path}` is **{nb.designed_status}**: {nb.designed_reason}."
-         for nb in notebooks if nb.designed_reason]
-        + [f"- `{nb.path}` keeps the error output its author left in; a re-run raises the same error,"
-           " so it is designed to come out clean." for nb in notebooks if nb.errors])
-    return README.format(count=len(notebooks), rows=rows, reasons=reasons,
-                         requirements=", ".join(f"{k}=={v}" for k, v in REQUIREMENTS.items()))
+        [f"- `{nb.path}` is **{nb.designed_status}**: {nb.designed_reason}." for nb in notebooks if nb.designed_reason]
+        + [
+            f"- `{nb.path}` keeps the error output its author left in; a re-run raises the same error,"
+            " so it is designed to come out clean."
+            for nb in notebooks
+            if nb.errors
+        ]
+    )
+    return README.format(
+        count=len(notebooks),
+        rows=rows,
+        reasons=reasons,
+        requirements=", ".join(f"{k}=={v}" for k, v in REQUIREMENTS.items()),
+    )
 
 
 README = """\
@@ -494,8 +558,9 @@ def build(out: Path) -> None:
         target = out / "blobs" / "sha256" / blob[:2] / blob
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
-    (out / "pathmap.json").write_text(json.dumps(pathmap, indent=2, sort_keys=True, ensure_ascii=False) + "\n",
-                                      encoding="utf-8")
+    (out / "pathmap.json").write_text(
+        json.dumps(pathmap, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
     (out / "requirements.txt").write_text("".join(f"{k}=={v}\n" for k, v in REQUIREMENTS.items()))
     (out / "README.md").write_text(readme(NOTEBOOKS), encoding="utf-8")
     for nb in NOTEBOOKS:
@@ -511,17 +576,23 @@ def differences(a: Path, b: Path) -> list[str]:
     """Relative paths that differ between two directory trees (missing on either side included)."""
     files_a = {p.relative_to(a).as_posix() for p in a.rglob("*") if p.is_file()}
     files_b = {p.relative_to(b).as_posix() for p in b.rglob("*") if p.is_file()}
-    return sorted(rel for rel in files_a | files_b
-                  if rel not in files_a or rel not in files_b
-                  or not filecmp.cmp(a / rel, b / rel, shallow=False))
+    return sorted(
+        rel
+        for rel in files_a | files_b
+        if rel not in files_a or rel not in files_b or not filecmp.cmp(a / rel, b / rel, shallow=False)
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=Path, default=DEMO / "archive",
-                        help="archive directory to (re)write (default: %(default)s)")
-    parser.add_argument("--check", action="store_true",
-                        help="build into a temporary directory and report the files that differ from --out")
+    parser.add_argument(
+        "--out", type=Path, default=DEMO / "archive", help="archive directory to (re)write (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="build into a temporary directory and report the files that differ from --out",
+    )
     args = parser.parse_args(argv)
     # Build the font cache in this process first: otherwise each kernel's first import of
     # matplotlib may report "building the font cache" on stderr, inside a saved output.

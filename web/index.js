@@ -9,33 +9,20 @@ import { startCellar } from "./cellar-client.js";
 import { searchClient } from "./search-client.js";
 import { registerOffline } from "./offline.js";
 import { renderMarkdown } from "./bundles/notebook.js";
+import { $, element, STAGE_NAMES } from "./ui.js";
 
-const STAGES = {
-  runtime: "Loading the Python runtime",
-  packages: "Loading NumPy",
-  cellar: "Installing cellar",
-  index: "Opening the index",
-  ready: "Ready",
-};
+const STAGES = { ...STAGE_NAMES.en, ready: "Ready" };  // ready here: the index is open too
 // Share of the progress bar at the start of each stage, and a stage's usual length (ms) on a
 // modest laptop: the bar creeps towards the next stage, so it moves without pretending to know.
 const PROGRESS = { runtime: [0, 3000], packages: [45, 2000], cellar: [70, 1500], index: [88, 800], ready: [100, 1] };
-const KINDS = ["markdown", "code", "table", "scalar", "stream", "plot", "error", "text"];
 const DEBOUNCE_MS = 200;
 const QUOTE_LIMIT = 900;
 
 const cellar = (window.cellar = startCellar());
 const client = searchClient(cellar);
 cellar.search = client.search;
-const $ = (id) => document.getElementById(id);
 const seconds = (ms) => `${(ms / 1000).toFixed(1)} s`;
 const opened = performance.now();
-
-function element(tag, properties = {}, ...children) {
-  const node = Object.assign(document.createElement(tag), properties);
-  node.append(...children.filter((child) => child !== null && child !== undefined));
-  return node;
-}
 
 // --- boot progress --------------------------------------------------------------------------
 
@@ -92,8 +79,8 @@ client.open().then(
     $("boot-status").textContent = `Ready: ${facts.notebooks} notebooks, ${facts.chunks} passages.`;
     $("boot").hidden = true;
     $("index-facts").textContent = `${facts.notebooks} notebooks, ${facts.chunks} passages, model ${facts.model}`;
-    for (const kind of KINDS) {
-      const box = $(`kind-${kind}`);
+    for (const box of document.querySelectorAll("#kinds input")) {
+      const kind = box.value;
       box.closest(".choice").hidden = !facts.kinds[kind];
       box.nextElementSibling.textContent = `${kind} (${facts.kinds[kind] ?? 0})`;
     }
@@ -105,11 +92,11 @@ client.open().then(
 
 // --- filters, from the shard's notebooks table -----------------------------------------------
 
-$("kinds").append(...KINDS.map((kind) => element("div", { className: "choice" },
-  element("input", { type: "checkbox", id: `kind-${kind}`, value: kind }),
-  element("label", { htmlFor: `kind-${kind}`, textContent: kind }))));
-
 client.manifest.then((manifest) => {
+  // the chunk kinds the shard's index knows, in their code order
+  $("kinds").append(...manifest.kinds.map((kind) => element("div", { className: "choice" },
+    element("input", { type: "checkbox", id: `kind-${kind}`, value: kind }),
+    element("label", { htmlFor: `kind-${kind}`, textContent: kind }))));
   const metas = manifest.notebooks.map((entry) => entry.meta ?? {});
   const years = metas.map((meta) => meta.year).filter(Number.isInteger);
   for (const id of ["year-from", "year-to"]) {
@@ -139,7 +126,7 @@ function options() {
     year_from: year("year-from"),
     year_to: year("year-to"),
     project: $("project").value || null,
-    kinds: KINDS.filter((kind) => $(`kind-${kind}`).checked),
+    kinds: [...document.querySelectorAll("#kinds input:checked")].map((box) => box.value),
     include_deprecated: $("include-deprecated").checked,
   };
 }

@@ -5,7 +5,7 @@
 import { startCellar } from "./cellar-client.js";
 import { createEditor } from "./bundles/editor.js";
 import { renderMarkdown, highlightPython } from "./bundles/notebook.js";
-import { bootStatus, fetchText, frontMatter, languageSwitch, pageLanguage, rememberLanguage } from "./ui.js";
+import { $, bootStatus, fetchText, frontMatter, languageSwitch, pageLanguage, rememberLanguage } from "./ui.js";
 import { WIDGETS } from "./widgets.js";
 
 // Learner code is stopped after this long: an endless loop must not hold the page.
@@ -42,7 +42,6 @@ const TEXT = {
   },
 };
 
-const $ = (id) => document.getElementById(id);
 const cellar = (window.cellar = startCellar());
 let lang = pageLanguage();
 const t = () => TEXT[lang];

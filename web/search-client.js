@@ -3,16 +3,15 @@
 //   const search = searchClient(cellar);
 //   await search.manifest             -> the shard's manifest.json (notebooks table, counts, files)
 //   await search.open()               -> {notebooks, chunks, kinds: {kind: count}, model}: the shard
-//                                        and model fetched into Python, checked and opened (once)
+//                                        fetched into Python, checked and opened (once)
 //   await search.search(query, options) -> the answer contract (see cellar.site.bridge.search for options)
 //
-// The shard's arrays and the model start downloading at once, while Python boots. Fragments
-// (one per notebook) are fetched on demand: Python names the ones an answer needs, the worker
-// fetches those, and Python answers. A page never downloads the whole shard to show a result.
+// The shard's arrays start downloading at once, while Python boots (the embedding model comes
+// with the cellar wheel). Fragments (one per notebook) are fetched on demand: Python names the
+// ones an answer needs, the worker fetches those, and Python answers. A page never downloads the
+// whole shard to show a result.
 
 const SHARD_DIR = "/shard";
-// What inference reads of the model (model.json lists more: licence, readme, reference tokenizer).
-const MODEL_FILES = ["model.json", "embeddings.npy", "scales.npy", "vocab.txt"];
 
 async function fetchJson(url) {
   const response = await fetch(url);
@@ -24,13 +23,12 @@ export function searchClient(cellar, site = new URL("./", import.meta.url)) {
   const build = fetchJson(new URL("build.json", site));
   const manifest = build.then((b) => fetchJson(new URL(`${b.shard}manifest.json`, site)));
   const place = Promise.all([build, manifest]).then(([b, m]) => {
-    const modelDir = `/${b.model.replace(/\/$/, "")}`;
     const shardUrl = new URL(b.shard, site);
-    const files = Object.fromEntries(MODEL_FILES.map((name) => [`${modelDir}/${name}`, new URL(name, new URL(b.model, site)).href]));
+    const files = {};
     for (const name of ["manifest.json", ...Object.keys(m.files).filter((name) => !name.startsWith("fragments/"))]) {
       files[`${SHARD_DIR}/${name}`] = new URL(name, shardUrl).href;
     }
-    return { modelDir, shardUrl, files };
+    return { shardUrl, files };
   });
   place.then(({ files }) => cellar.prefetch(files), () => {});
 
@@ -38,20 +36,19 @@ export function searchClient(cellar, site = new URL("./", import.meta.url)) {
   cellar.onRestart(() => { opened = null; });
   function open() {
     if (!opened) {
-      opened = place.then(({ files, modelDir }) =>
-        cellar.callWith({ files }, "cellar.site.bridge", "search_open", SHARD_DIR, modelDir));
+      opened = place.then(({ files }) => cellar.callWith({ files }, "cellar.site.bridge", "search_open", SHARD_DIR));
       opened.catch(() => { opened = null; });
     }
     return opened;
   }
 
   async function search(query, options = {}) {
-    const { modelDir, shardUrl } = await place;
+    const { shardUrl } = await place;
     await open();
     let files = {};
     // Two rounds at most: the first names the fragments it lacks, the second has them.
     for (let round = 0; round < 2; round++) {
-      const answer = await cellar.callWith({ files }, "cellar.site.bridge", "search", query, options, SHARD_DIR, modelDir);
+      const answer = await cellar.callWith({ files }, "cellar.site.bridge", "search", query, options, SHARD_DIR);
       if (!answer.fetch) return answer;
       files = Object.fromEntries(answer.fetch.map((name) => [`${SHARD_DIR}/${name}`, new URL(name, shardUrl).href]));
     }

@@ -5,7 +5,7 @@
 // drops the old ones.
 //
 // Install caches the pages, the Pyodide runtime and the packages the worker loads, the wheels,
-// the model, the whole shard (fragments too, so any question can be answered offline) and the
+// the whole shard (fragments too, so any question can be answered offline) and the
 // archive's notebooks and their re-rendered versions (for the viewer). It runs after the first
 // result, so it never competes with it.
 //
@@ -25,8 +25,6 @@ const PAGES = [
   "./", "index.html", "index.js", "viewer.html", "viewer.js", "search-client.js", "offline.js",
   "cellar-client.js", "worker.js", "ui.js", "style.css", "build.json", "bundles/notebook.js",
 ];
-// What inference reads of the model (as search-client.js).
-const MODEL_FILES = ["model.json", "embeddings.npy", "scales.npy", "vocab.txt"];
 
 async function json(path) {
   const response = await fetch(new URL(path, SITE), { cache: "no-cache" });
@@ -56,7 +54,6 @@ async function siteFiles() {
       ...PYODIDE_FILES.map((name) => `pyodide/${name}`),
       ...[...packages].map((name) => `pyodide/${lock.packages[name].file_name}`),
       ...build.wheels,
-      ...MODEL_FILES.map((name) => build.model + name),
       `${build.shard}manifest.json`,
       ...Object.keys(manifest.files).map((name) => build.shard + name),
     ],
@@ -120,7 +117,7 @@ async function networkFirst(event) {
   return response;
 }
 
-// Keep a fresh copy, but write a large file (the model, the runtime) only when it changed.
+// Keep a fresh copy, but write a large file (a wheel, the runtime) only when it changed.
 async function remember(cache, request, response) {
   const cached = await cache.match(request);
   const same = (name) => cached.headers.get(name) !== null && cached.headers.get(name) === response.headers.get(name);

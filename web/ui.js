@@ -1,4 +1,14 @@
-// Helpers shared by the lesson pages: the page language, lesson front matter, boot progress.
+// Helpers shared by every page: DOM building, the page language, lesson front matter, the names
+// of the worker's boot stages and a boot status line.
+
+export const $ = (id) => document.getElementById(id);
+
+// A new element with `properties` set and `children` appended (null and undefined skipped).
+export function element(tag, properties = {}, ...children) {
+  const node = Object.assign(document.createElement(tag), properties);
+  node.append(...children.filter((child) => child !== null && child !== undefined));
+  return node;
+}
 
 export const LANGUAGES = ["en", "nl"];
 const LANGUAGE_KEY = "cellar.lang";
@@ -57,37 +67,40 @@ export function frontMatter(text) {
   return { meta, body: lines.slice(close + 1).join("\n") };
 }
 
+// The worker's boot stages (worker.js), then the search page's own: opening the index.
 export const STAGE_NAMES = {
   en: { runtime: "Loading the Python runtime", packages: "Loading NumPy", cellar: "Installing cellar",
-        ready: "Python is ready", failed: "Python could not start", waiting: "Starting Python" },
+        index: "Opening the index", ready: "Python is ready", failed: "Python could not start",
+        waiting: "Starting Python" },
   nl: { runtime: "Python-runtime laden", packages: "NumPy laden", cellar: "cellar installeren",
-        ready: "Python is klaar", failed: "Python kon niet starten", waiting: "Python starten" },
+        index: "De index openen", ready: "Python is klaar", failed: "Python kon niet starten",
+        waiting: "Python starten" },
 };
 
 // A one-line status that follows the worker's boot stages (again after a restart), with the
 // running stage's elapsed time ticking, so the page never looks frozen.
-export function bootStatus(cellar, element, language) {
+export function bootStatus(cellar, line, language) {
   let current = "waiting";
   let since = performance.now();
   const draw = () => {
     const names = STAGE_NAMES[language()];
-    element.textContent = current === "ready" ? names.ready
+    line.textContent = current === "ready" ? names.ready
       : `${names[current] ?? current}… ${((performance.now() - since) / 1000).toFixed(1)} s`;
   };
   let ticker = setInterval(draw, 250);
   const watch = () => cellar.ready.then(
-    () => { current = "ready"; clearInterval(ticker); draw(); element.dataset.state = "ready"; },
+    () => { current = "ready"; clearInterval(ticker); draw(); line.dataset.state = "ready"; },
     (error) => {
       clearInterval(ticker);
-      element.textContent = `${STAGE_NAMES[language()].failed}: ${error.message}`;
-      element.dataset.state = "failed";
+      line.textContent = `${STAGE_NAMES[language()].failed}: ${error.message}`;
+      line.dataset.state = "failed";
     });
   cellar.onStage(({ stage }) => { if (stage !== "ready") { current = stage; since = performance.now(); draw(); } });
   cellar.onRestart(() => {
-    current = "waiting"; since = performance.now(); element.dataset.state = "booting";
+    current = "waiting"; since = performance.now(); line.dataset.state = "booting";
     clearInterval(ticker); ticker = setInterval(draw, 250); watch();
   });
-  element.dataset.state = "booting";
+  line.dataset.state = "booting";
   draw();
   watch();
   return { redraw: draw };

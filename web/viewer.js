@@ -20,9 +20,8 @@
 import { startCellar } from "./cellar-client.js";
 import { highlightPython, renderMarkdown, sanitize } from "./bundles/notebook.js";
 import { registerOffline } from "./offline.js";
-import { bootStatus } from "./ui.js";
+import { $, bootStatus, element } from "./ui.js";
 
-const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
 const path = params.get("path");
 const cited = params.has("cell") ? Number(params.get("cell")) : null;
@@ -34,12 +33,6 @@ const HOST_MARGIN_S = 30;  // past the notebook's own limit before the worker is
 let build = null;
 let shown = null;
 bootStatus(cellar, $("boot-status"), () => "en");
-
-function element(tag, properties = {}, ...children) {
-  const node = Object.assign(document.createElement(tag), properties);
-  node.append(...children.filter((child) => child !== null && child !== undefined));
-  return node;
-}
 
 // An archive path as a URL path below the archive folder: each segment encoded (as sw.js does).
 const archiveUrl = (folder, file) => folder + file.split("/").map(encodeURIComponent).join("/");

@@ -2,6 +2,8 @@
 // Each gets its place, the lesson's files, the page language and `python(name, args, options)`,
 // which calls cellar.site.bridge in the worker. Only the latest answer is drawn.
 
+import { element } from "./ui.js";
+
 const TEXT = {
   en: {
     explorer: "Chunk explorer", preset: "Example", text: "Text", window: "Window (words)",
@@ -31,12 +33,6 @@ const TEXT = {
 
 const pct = (value) => value === null ? "–" : `${Math.round(value * 100)} %`;
 let widgetCount = 0;
-
-function element(tag, properties = {}, ...children) {
-  const node = Object.assign(document.createElement(tag), properties);
-  node.append(...children);
-  return node;
-}
 
 // Calls whose answers may arrive out of order: only the latest one is drawn.
 function latestOnly(python) {
@@ -138,17 +134,12 @@ function chunkExplorer(place, { files, lang, python }) {
   usePreset(presets[0]);
 }
 
-const MODEL_DIR = "/models/minilm-l6-static-256";
-// What the worker needs of the model (model.json lists more: licence, readme, reference tokenizer).
-const MODEL_FILES = ["model.json", "embeddings.npy", "scales.npy", "vocab.txt"];
-
 function embeddingLab(place, { files, lang, python }) {
   const t = TEXT[lang];
   const lab = JSON.parse(files["lab.json"]);
   const { passages, queries } = lab[lang];
   const id = `lab-${++widgetCount}`;
   const call = latestOnly(python);
-  const modelFiles = Object.fromEntries(MODEL_FILES.map((name) => [`${MODEL_DIR}/${name}`, `models/minilm-l6-static-256/${name}`]));
   const input = element("input", { type: "search", id: `${id}-query`, value: queries[0].text });
   const choices = element("div", { className: "choices", role: "group" });
   choices.setAttribute("aria-label", t.queries);
@@ -183,7 +174,7 @@ function embeddingLab(place, { files, lang, python }) {
     const query = queries.find((q) => q.text === input.value);
     lookFor.textContent = query ? `${t.lookFor}: ${query.look_for}` : "";
     choices.querySelectorAll("button").forEach((b) => b.setAttribute("aria-pressed", String(b.textContent === input.value)));
-    call("embedding_lab", [passages, input.value, MODEL_DIR, lab.fusion_k], { timeout: 0, files: modelFiles },
+    call("embedding_lab", [passages, input.value, lab.fusion_k], { timeout: 0 },
       (result) => {
         if (!heatmap.rows.length) drawHeatmap(result);
         status.classList.remove("problem");

@@ -15,8 +15,14 @@ from cellar.lessons.lesson import CheckFailure, brief, call, expect_value_error,
 EXAMPLE = "  A  B\nC D E F G H  "
 SNAPSHOT_KEYS = ["id", "revision", "text", "title"]
 CHUNK_KEYS = ["document_id", "end", "id", "revision", "start", "text", "word_end", "word_start"]
-COVERAGE_KEYS = ["coverage", "covered_words", "duplication_factor", "missing_word_indices",
-                 "total_words", "word_occurrences"]
+COVERAGE_KEYS = [
+    "coverage",
+    "covered_words",
+    "duplication_factor",
+    "missing_word_indices",
+    "total_words",
+    "word_occurrences",
+]
 
 
 # --- this file's own reference data -------------------------------------------------------------
@@ -40,9 +46,14 @@ def word_spans(text):
 
 def chunk(document, word_start, word_end, start, end):
     return {
-        "id": f"{document['id']}:{word_start}", "document_id": document["id"],
-        "revision": document["revision"], "word_start": word_start, "word_end": word_end,
-        "start": start, "end": end, "text": document["text"][start:end],
+        "id": f"{document['id']}:{word_start}",
+        "document_id": document["id"],
+        "revision": document["revision"],
+        "word_start": word_start,
+        "word_end": word_end,
+        "start": start,
+        "end": end,
+        "text": document["text"][start:end],
     }
 
 
@@ -64,7 +75,9 @@ def reference_coverage(document, chunks):
         covered.update(range(item["word_start"], item["word_end"]))
     occurrences = sum(item["word_end"] - item["word_start"] for item in chunks)
     return {
-        "total_words": total, "covered_words": len(covered), "coverage": len(covered) / total,
+        "total_words": total,
+        "covered_words": len(covered),
+        "coverage": len(covered) / total,
         "word_occurrences": occurrences,
         "duplication_factor": occurrences / len(covered) if covered else None,
         "missing_word_indices": [i for i in range(total) if i not in covered],
@@ -96,16 +109,18 @@ def call_on_copies(label, function, *args, **kwargs):
 
 def check_document_snapshots(namespace):
     document_snapshots = learner_function(namespace, "document_snapshots")
-    tank_note = {"text": "Tank FP-3\r\nvolume 412.1 m³ ✓ 🚢\n", "title": "  Forepeak tank  ",
-                 "id": "tank_FP-3"}
+    tank_note = {"text": "Tank FP-3\r\nvolume 412.1 m³ ✓ 🚢\n", "title": "  Forepeak tank  ", "id": "tank_FP-3"}
     accepted = [
-        ("document_snapshots(records) for the example and a tank note",
-         [record(), tank_note]),
-        ("document_snapshots(records) with 32 records (the most allowed)",
-         [record(f"r{i}", text=f"note {i}") for i in range(32)]),
-        ("document_snapshots(records) with a 40-character id, a 100-character title "
-         "and a 20,000-character text (the longest allowed)",
-         [record("x" * 40, "T" * 100, "w " * 10_000)]),
+        ("document_snapshots(records) for the example and a tank note", [record(), tank_note]),
+        (
+            "document_snapshots(records) with 32 records (the most allowed)",
+            [record(f"r{i}", text=f"note {i}") for i in range(32)],
+        ),
+        (
+            "document_snapshots(records) with a 40-character id, a 100-character title "
+            "and a 20,000-character text (the longest allowed)",
+            [record("x" * 40, "T" * 100, "w " * 10_000)],
+        ),
     ]
     for label, records in accepted:
         expect_snapshots(label, document_snapshots, records)
@@ -151,8 +166,10 @@ def expect_snapshots(label, document_snapshots, records):
                 fail(f"{where} has {key} {brief(got[key])}; expected {brief(given[key])}, exactly as given")
         revision = sha256_hex(given["text"])
         if got["revision"] != revision:
-            fail(f"{where} has revision {brief(got['revision'])}; expected {revision}, "
-                 "the SHA-256 hex digest of the text's UTF-8 bytes")
+            fail(
+                f"{where} has revision {brief(got['revision'])}; expected {revision}, "
+                "the SHA-256 hex digest of the text's UTF-8 bytes"
+            )
 
 
 # --- checkpoint 2: word_chunks ------------------------------------------------------------------
@@ -161,18 +178,26 @@ def expect_snapshots(label, document_snapshots, records):
 def check_word_chunks(namespace):
     word_chunks = learner_function(namespace, "word_chunks")
     doc = snapshot()
-    expect_chunks("word_chunks(doc, window=4, overlap=1)", word_chunks, doc,
-                  [chunk(doc, 0, 4, 2, 10), chunk(doc, 3, 7, 9, 16), chunk(doc, 6, 8, 15, 18)],
-                  window=4, overlap=1)
+    expect_chunks(
+        "word_chunks(doc, window=4, overlap=1)",
+        word_chunks,
+        doc,
+        [chunk(doc, 0, 4, 2, 10), chunk(doc, 3, 7, 9, 16), chunk(doc, 6, 8, 15, 18)],
+        window=4,
+        overlap=1,
+    )
 
-    hundred = snapshot("log", "Log", "\n".join(" ".join(f"w{i + j}" for j in range(10))
-                                               for i in range(0, 100, 10)))
+    hundred = snapshot("log", "Log", "\n".join(" ".join(f"w{i + j}" for j in range(10)) for i in range(0, 100, 10)))
     seven = snapshot("seven", "Seven", "one two three four five six seven")
     spaces = snapshot("tank_FP-3", "Tank", "Tank\tFP-3\u00a0volume\u2003412.1 m³\r\n\r\nnext  line ")
     three_hundred = snapshot("long", "Long", " ".join(f"t{i}" for i in range(300)))
     single = snapshot("one", "One", "  x\n")
-    expect_chunks("word_chunks(doc) on 100 words, with the defaults window=40 and overlap=8",
-                  word_chunks, hundred, reference_chunks(hundred, 40, 8))
+    expect_chunks(
+        "word_chunks(doc) on 100 words, with the defaults window=40 and overlap=8",
+        word_chunks,
+        hundred,
+        reference_chunks(hundred, 40, 8),
+    )
     cases = [
         (seven, 4, 1, "7 words"),
         (doc, 1, 0, "the example"),
@@ -183,9 +208,14 @@ def check_word_chunks(namespace):
         (single, 3, 2, "the one-word text '  x\\n'"),
     ]
     for document, window, overlap, what in cases:
-        expect_chunks(f"word_chunks(doc, window={window}, overlap={overlap}) on {what}", word_chunks,
-                      document, reference_chunks(document, window, overlap),
-                      window=window, overlap=overlap)
+        expect_chunks(
+            f"word_chunks(doc, window={window}, overlap={overlap}) on {what}",
+            word_chunks,
+            document,
+            reference_chunks(document, window, overlap),
+            window=window,
+            overlap=overlap,
+        )
 
     bad_settings = [
         (True, 0, "window True is a bool, not an int"),
@@ -200,11 +230,16 @@ def check_word_chunks(namespace):
         (4, 1.0, "overlap 1.0 is a float, not an int"),
     ]
     for window, overlap, why in bad_settings:
-        expect_value_error(f"word_chunks(doc, window={window!r}, overlap={overlap!r})", why,
-                           word_chunks, snapshot(), window=window, overlap=overlap)
+        expect_value_error(
+            f"word_chunks(doc, window={window!r}, overlap={overlap!r})",
+            why,
+            word_chunks,
+            snapshot(),
+            window=window,
+            overlap=overlap,
+        )
     for document, why in bad_documents():
-        expect_value_error("word_chunks(doc, window=4, overlap=1)", why,
-                           word_chunks, document, window=4, overlap=1)
+        expect_value_error("word_chunks(doc, window=4, overlap=1)", why, word_chunks, document, window=4, overlap=1)
 
 
 def bad_documents():
@@ -212,10 +247,14 @@ def bad_documents():
         (None, "the document is None, not a snapshot dict"),
         (record(), "the document has no revision: it is a record, not a snapshot"),
         ({**snapshot(), "path": "notes/a.md"}, "the document has the key 'path' besides id, title, text and revision"),
-        ({**snapshot(), "text": EXAMPLE.replace("E", "F")},
-         "its text was changed after the snapshot was taken, so the revision no longer matches"),
-        ({**snapshot(), "revision": sha256_hex(EXAMPLE.strip())},
-         "the revision is that of the stripped text, not of the text"),
+        (
+            {**snapshot(), "text": EXAMPLE.replace("E", "F")},
+            "its text was changed after the snapshot was taken, so the revision no longer matches",
+        ),
+        (
+            {**snapshot(), "revision": sha256_hex(EXAMPLE.strip())},
+            "the revision is that of the stripped text, not of the text",
+        ),
         (snapshot("tank 3"), "the id 'tank 3' is not a valid document id, so this is no snapshot"),
         (snapshot(text="  \n "), "the text is empty after strip(), so this is no snapshot"),
     ]
@@ -236,8 +275,9 @@ def expect_chunks(label, word_chunks, document, expected, **settings):
             fail(f"{where} has the keys {keys}; expected exactly {', '.join(CHUNK_KEYS)}")
         for key in ("id", "document_id", "revision", "word_start", "word_end", "start", "end", "text"):
             if not same(got[key], want[key]):
-                fail(f"{where} has {key} {brief(got[key])}; expected {brief(want[key])}"
-                     + explain_chunk_field(key, want))
+                fail(
+                    f"{where} has {key} {brief(got[key])}; expected {brief(want[key])}" + explain_chunk_field(key, want)
+                )
 
 
 def explain_chunk_field(key, want):
@@ -257,17 +297,48 @@ def check_chunk_coverage(namespace):
     chunk_coverage = learner_function(namespace, "chunk_coverage")
     doc = snapshot()
     full = reference_chunks(doc, 4, 1)
-    expect_coverage("chunk_coverage(doc, chunks) for the example's chunks d:0, d:3, d:6",
-                    chunk_coverage, doc, full,
-                    {"total_words": 8, "covered_words": 8, "coverage": 1.0, "word_occurrences": 10,
-                     "duplication_factor": 1.25, "missing_word_indices": []})
-    expect_coverage("chunk_coverage(doc, []) with no chunks", chunk_coverage, doc, [],
-                    {"total_words": 8, "covered_words": 0, "coverage": 0.0, "word_occurrences": 0,
-                     "duplication_factor": None, "missing_word_indices": [0, 1, 2, 3, 4, 5, 6, 7]})
-    expect_coverage("chunk_coverage(doc, chunks) for the example's d:0 and d:6 only",
-                    chunk_coverage, doc, [full[0], full[2]],
-                    {"total_words": 8, "covered_words": 6, "coverage": 0.75, "word_occurrences": 6,
-                     "duplication_factor": 1.0, "missing_word_indices": [4, 5]})
+    expect_coverage(
+        "chunk_coverage(doc, chunks) for the example's chunks d:0, d:3, d:6",
+        chunk_coverage,
+        doc,
+        full,
+        {
+            "total_words": 8,
+            "covered_words": 8,
+            "coverage": 1.0,
+            "word_occurrences": 10,
+            "duplication_factor": 1.25,
+            "missing_word_indices": [],
+        },
+    )
+    expect_coverage(
+        "chunk_coverage(doc, []) with no chunks",
+        chunk_coverage,
+        doc,
+        [],
+        {
+            "total_words": 8,
+            "covered_words": 0,
+            "coverage": 0.0,
+            "word_occurrences": 0,
+            "duplication_factor": None,
+            "missing_word_indices": [0, 1, 2, 3, 4, 5, 6, 7],
+        },
+    )
+    expect_coverage(
+        "chunk_coverage(doc, chunks) for the example's d:0 and d:6 only",
+        chunk_coverage,
+        doc,
+        [full[0], full[2]],
+        {
+            "total_words": 8,
+            "covered_words": 6,
+            "coverage": 0.75,
+            "word_occurrences": 6,
+            "duplication_factor": 1.0,
+            "missing_word_indices": [4, 5],
+        },
+    )
     word_0 = chunk(doc, 0, 1, 2, 3)
     many = [{**word_0, "id": f"copy-{i}"} for i in range(20_000)]
     others = [
@@ -281,17 +352,20 @@ def check_chunk_coverage(namespace):
     for chunks, why in bad_chunk_lists():
         expect_value_error("chunk_coverage(doc, chunks)", why, chunk_coverage, snapshot(), chunks)
     xyz = snapshot(text="x y z")
-    expect_value_error("chunk_coverage(doc, chunks) for the text 'x y z'", "start False is a bool, not an int",
-                       chunk_coverage, xyz, [{**chunk(xyz, 0, 1, 0, 1), "start": False}])
+    expect_value_error(
+        "chunk_coverage(doc, chunks) for the text 'x y z'",
+        "start False is a bool, not an int",
+        chunk_coverage,
+        xyz,
+        [{**chunk(xyz, 0, 1, 0, 1), "start": False}],
+    )
     for document, why in bad_documents():
-        expect_value_error("chunk_coverage(doc, chunks)", why,
-                           chunk_coverage, document, chunks_agreeing_with(document))
+        expect_value_error("chunk_coverage(doc, chunks)", why, chunk_coverage, document, chunks_agreeing_with(document))
 
 
 def chunks_agreeing_with(document):
     """Chunks made from the bad document itself, so that only checking the document finds it."""
-    if isinstance(document, dict) and {"id", "text", "revision"} <= set(document) \
-            and word_spans(document["text"]):
+    if isinstance(document, dict) and {"id", "text", "revision"} <= set(document) and word_spans(document["text"]):
         return reference_chunks(document, 4, 1)
     return []
 
@@ -311,8 +385,10 @@ def bad_chunk_lists():
         ([{**d0, "revision": sha256_hex(EXAMPLE.strip())}], "chunk d:0 has another revision than the document"),
         ([d0, {**d3, "text": "D E F X"}, d6], "chunk d:3's text 'D E F X' is not the source's text[9:16]"),
         ([d0, {**d3, "text": "D E F G "}, d6], "chunk d:3's text 'D E F G ' is not the source's text[9:16]"),
-        ([{**d0, "start": 1, "text": EXAMPLE[1:10]}],
-         "chunk d:0 starts at character 1, in the spaces before its first word (at 2)"),
+        (
+            [{**d0, "start": 1, "text": EXAMPLE[1:10]}],
+            "chunk d:0 starts at character 1, in the spaces before its first word (at 2)",
+        ),
         ([{**d6, "end": 25, "text": EXAMPLE[15:25]}], "chunk d:6 ends at 25, past the end of the 20-character text"),
         ([{**d6, "word_end": 9}], "chunk d:6 has word_end 9, past the text's 8 words"),
         ([{**chunk(doc, 7, 8, 17, 18), "word_start": -1}], "chunk d:7 has word_start -1, before the first word"),
@@ -327,8 +403,14 @@ def expect_coverage(label, chunk_coverage, document, chunks, expected):
     if not isinstance(result, dict) or sorted(result) != COVERAGE_KEYS:
         keys = sorted(result) if isinstance(result, dict) else brief(result)
         fail(f"{label} returned {keys}; expected a dict with exactly {', '.join(COVERAGE_KEYS)}")
-    for key in ("total_words", "covered_words", "word_occurrences", "coverage",
-                "duplication_factor", "missing_word_indices"):
+    for key in (
+        "total_words",
+        "covered_words",
+        "word_occurrences",
+        "coverage",
+        "duplication_factor",
+        "missing_word_indices",
+    ):
         got, want = result[key], expected[key]
         if want is None and got is None or want is not None and same(got, want):
             continue
@@ -336,7 +418,9 @@ def expect_coverage(label, chunk_coverage, document, chunks, expected):
             "coverage": f" ({expected['covered_words']} covered / {expected['total_words']} words, a float)",
             "duplication_factor": (
                 f" ({expected['word_occurrences']} word occurrences / {expected['covered_words']} covered words)"
-                if want is not None else " because no word is covered"),
+                if want is not None
+                else " because no word is covered"
+            ),
             "missing_word_indices": " (the uncovered word indices, in order)",
         }.get(key, "")
         fail(f"{label} returned {key} {brief(got)}; expected {brief(want)}{explanation}")

@@ -78,16 +78,18 @@ def word_chunks(document, window=40, overlap=8):
     for first in range(0, len(words), window - overlap):
         last = min(first + window, len(words))
         start, end = words[first][0], words[last - 1][1]
-        chunks.append({
-            "id": f"{document['id']}:{first}",
-            "document_id": document["id"],
-            "revision": document["revision"],
-            "word_start": first,
-            "word_end": last,
-            "start": start,
-            "end": end,
-            "text": document["text"][start:end],
-        })
+        chunks.append(
+            {
+                "id": f"{document['id']}:{first}",
+                "document_id": document["id"],
+                "revision": document["revision"],
+                "word_start": first,
+                "word_end": last,
+                "start": start,
+                "end": end,
+                "text": document["text"][start:end],
+            }
+        )
         if last == len(words):  # this chunk reaches the last word: any later one would repeat it
             break
     return chunks

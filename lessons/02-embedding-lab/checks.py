@@ -21,11 +21,13 @@ def fail(message):
 
 def reference_cosine(a, b):
     """Plain loops, row by row: independent of any NumPy trick the learner may use."""
+
     def one(u, v):
         norm_u, norm_v = math.sqrt(sum(x * x for x in u)), math.sqrt(sum(x * x for x in v))
         if norm_u == 0 or norm_v == 0:
             return 0.0
         return sum(x * y for x, y in zip(u, v)) / (norm_u * norm_v)
+
     return np.array([[one(u, v) for v in np.atleast_2d(b)] for u in np.atleast_2d(a)])
 
 
@@ -71,16 +73,16 @@ def check_cosine_similarity(namespace):
     passages[3] = 0.0  # a passage without any signal: similarity 0.0 with everything
     queries = rng.normal(size=(3, 8))
     shapes = [
-        ("cosine_similarity(passages, query) for a 5x8 matrix with a zero row and a vector",
-         passages, queries[0], (5,)),
-        ("cosine_similarity(query, passages) for a vector and a 5x8 matrix",
-         queries[0], passages, (5,)),
-        ("cosine_similarity(queries, passages) for a 3x8 and a 5x8 matrix",
-         queries, passages, (3, 5)),
-        ("cosine_similarity(passages, passages), the heat map of 5 passages",
-         passages, passages, (5, 5)),
-        ("cosine_similarity(rows, rows) for two rows given as lists",
-         [[1, 2], [0, 0]], [[2, 4], [1, 0]], (2, 2)),
+        (
+            "cosine_similarity(passages, query) for a 5x8 matrix with a zero row and a vector",
+            passages,
+            queries[0],
+            (5,),
+        ),
+        ("cosine_similarity(query, passages) for a vector and a 5x8 matrix", queries[0], passages, (5,)),
+        ("cosine_similarity(queries, passages) for a 3x8 and a 5x8 matrix", queries, passages, (3, 5)),
+        ("cosine_similarity(passages, passages), the heat map of 5 passages", passages, passages, (5, 5)),
+        ("cosine_similarity(rows, rows) for two rows given as lists", [[1, 2], [0, 0]], [[2, 4], [1, 0]], (2, 2)),
     ]
     for label, a, b, shape in shapes:
         expected = reference_cosine(a, b).reshape(shape)
@@ -90,8 +92,9 @@ def check_cosine_similarity(namespace):
         values = np.asarray(result, dtype=float)
         if not np.allclose(values, expected, rtol=0, atol=TOLERANCE):
             where = np.unravel_index(np.argmax(np.abs(values - expected)), shape)
-            fail(f"{label} has {values[where]:.6g} at position {tuple(map(int, where))}; "
-                 f"expected {expected[where]:.6g}")
+            fail(
+                f"{label} has {values[where]:.6g} at position {tuple(map(int, where))}; expected {expected[where]:.6g}"
+            )
 
     rejected = [
         ([1.0, 2.0], [1.0, 2.0, 3.0], "the vectors have 2 and 3 components"),
@@ -103,8 +106,7 @@ def check_cosine_similarity(namespace):
         ([1.0, 2.0], [float("inf"), 0.0], "b holds inf, which is not a finite number"),
     ]
     for a, b, why in rejected:
-        expect_value_error(f"cosine_similarity({brief(a, 30)}, {brief(b, 30)})", why,
-                           cosine_similarity, a, b)
+        expect_value_error(f"cosine_similarity({brief(a, 30)}, {brief(b, 30)})", why, cosine_similarity, a, b)
 
 
 # --- checkpoint 2: top_k ------------------------------------------------------------------------
@@ -116,24 +118,50 @@ def check_top_k(namespace):
     half = 1 / math.sqrt(2)
     ties = [[0.0, 1.0], [1.0, 0.0], [0.0, 0.0], [1.0, 0.0], [2.0, 0.0]]
     cases = [
-        ("top_k([1, 0], matrix, 2) for the rows [1, 0], [0, 1], [1, 1], [-1, 0]",
-         [1.0, 0.0], square, 2, [(0, 1.0), (2, half)]),
-        ("top_k([1, 0], matrix, 10) for 4 rows (k larger than the number of rows)",
-         [1.0, 0.0], square, 10, [(0, 1.0), (2, half), (1, 0.0), (3, -1.0)]),
-        ("top_k([1, 0], matrix, 5) for the rows [0, 1], [1, 0], [0, 0], [1, 0], [2, 0] "
-         "(ties go to the lower index)",
-         [1.0, 0.0], ties, 5, [(1, 1.0), (3, 1.0), (4, 1.0), (0, 0.0), (2, 0.0)]),
+        (
+            "top_k([1, 0], matrix, 2) for the rows [1, 0], [0, 1], [1, 1], [-1, 0]",
+            [1.0, 0.0],
+            square,
+            2,
+            [(0, 1.0), (2, half)],
+        ),
+        (
+            "top_k([1, 0], matrix, 10) for 4 rows (k larger than the number of rows)",
+            [1.0, 0.0],
+            square,
+            10,
+            [(0, 1.0), (2, half), (1, 0.0), (3, -1.0)],
+        ),
+        (
+            "top_k([1, 0], matrix, 5) for the rows [0, 1], [1, 0], [0, 0], [1, 0], [2, 0] (ties go to the lower index)",
+            [1.0, 0.0],
+            ties,
+            5,
+            [(1, 1.0), (3, 1.0), (4, 1.0), (0, 0.0), (2, 0.0)],
+        ),
         ("top_k([1, 0], matrix, 1) for the same five rows", [1.0, 0.0], ties, 1, [(1, 1.0)]),
-        ("top_k(query, matrix, 3) for int arrays", np.array([0, 2]), np.array(square, dtype=int) * 3,
-         3, [(1, 1.0), (2, half), (0, 0.0)]),
+        (
+            "top_k(query, matrix, 3) for int arrays",
+            np.array([0, 2]),
+            np.array(square, dtype=int) * 3,
+            3,
+            [(1, 1.0), (2, half), (0, 0.0)],
+        ),
     ]
     rng = np.random.default_rng(11)
     matrix = rng.normal(size=(40, 16))
     query = matrix[7] + rng.normal(scale=0.5, size=16)
     scores = reference_cosine(matrix, query)[:, 0]
     order = sorted(range(40), key=lambda index: -scores[index])
-    cases.append(("top_k(query, matrix, 12) for 40 random rows",
-                  query, matrix, 12, [(index, scores[index]) for index in order[:12]]))
+    cases.append(
+        (
+            "top_k(query, matrix, 12) for 40 random rows",
+            query,
+            matrix,
+            12,
+            [(index, scores[index]) for index in order[:12]],
+        )
+    )
     for label, query_vec, rows, k, expected in cases:
         expect_ranking(label, call_on_copies(label, top_k, query_vec, rows, k), expected)
 
@@ -151,8 +179,7 @@ def check_top_k(namespace):
         ([1.0, 0.0, 0.0], square, "the query has 3 components and the rows have 2"),
     ]
     for query_vec, rows, why in shapes:
-        expect_value_error(f"top_k({brief(query_vec, 30)}, {brief(rows, 30)}, 2)", why,
-                           top_k, query_vec, rows, 2)
+        expect_value_error(f"top_k({brief(query_vec, 30)}, {brief(rows, 30)}, 2)", why, top_k, query_vec, rows, 2)
 
 
 def expect_ranking(label, result, expected):
@@ -177,21 +204,43 @@ def expect_ranking(label, result, expected):
 def check_reciprocal_rank_fusion(namespace):
     fuse = learner_function(namespace, "reciprocal_rank_fusion")
     cases = [
-        ("reciprocal_rank_fusion([['a', 'b', 'c'], ['c', 'a']])", [["a", "b", "c"], ["c", "a"]], {},
-         [("a", 1 / 61 + 1 / 62), ("c", 1 / 63 + 1 / 61), ("b", 1 / 62)]),
-        ("reciprocal_rank_fusion([['x', 'y']]) with the default k=60", [["x", "y"]], {},
-         [("x", 1 / 61), ("y", 1 / 62)]),
-        ("reciprocal_rank_fusion([['x', 'y']], k=0)", [["x", "y"]], {"k": 0},
-         [("x", 1.0), ("y", 0.5)]),
-        ("reciprocal_rank_fusion([['bm25-first'], ['both', 'x'], ['y', 'both']], k=1)",
-         [["bm25-first"], ["both", "x"], ["y", "both"]], {"k": 1},
-         [("both", 1 / 2 + 1 / 3), ("bm25-first", 1 / 2), ("y", 1 / 2), ("x", 1 / 3)]),
-        ("reciprocal_rank_fusion([['a', 'b'], ['b', 'a']]) (a tie: a appears first)",
-         [["a", "b"], ["b", "a"]], {}, [("a", 1 / 61 + 1 / 62), ("b", 1 / 62 + 1 / 61)]),
-        ("reciprocal_rank_fusion([['d', 'c'], ['b', 'a']]) (ties keep the order of first appearance)",
-         [["d", "c"], ["b", "a"]], {}, [("d", 1 / 61), ("b", 1 / 61), ("c", 1 / 62), ("a", 1 / 62)]),
-        ("reciprocal_rank_fusion([[3, 1, 2], [2]]) with int ids", [[3, 1, 2], [2]], {},
-         [(2, 1 / 63 + 1 / 61), (3, 1 / 61), (1, 1 / 62)]),
+        (
+            "reciprocal_rank_fusion([['a', 'b', 'c'], ['c', 'a']])",
+            [["a", "b", "c"], ["c", "a"]],
+            {},
+            [("a", 1 / 61 + 1 / 62), ("c", 1 / 63 + 1 / 61), ("b", 1 / 62)],
+        ),
+        (
+            "reciprocal_rank_fusion([['x', 'y']]) with the default k=60",
+            [["x", "y"]],
+            {},
+            [("x", 1 / 61), ("y", 1 / 62)],
+        ),
+        ("reciprocal_rank_fusion([['x', 'y']], k=0)", [["x", "y"]], {"k": 0}, [("x", 1.0), ("y", 0.5)]),
+        (
+            "reciprocal_rank_fusion([['bm25-first'], ['both', 'x'], ['y', 'both']], k=1)",
+            [["bm25-first"], ["both", "x"], ["y", "both"]],
+            {"k": 1},
+            [("both", 1 / 2 + 1 / 3), ("bm25-first", 1 / 2), ("y", 1 / 2), ("x", 1 / 3)],
+        ),
+        (
+            "reciprocal_rank_fusion([['a', 'b'], ['b', 'a']]) (a tie: a appears first)",
+            [["a", "b"], ["b", "a"]],
+            {},
+            [("a", 1 / 61 + 1 / 62), ("b", 1 / 62 + 1 / 61)],
+        ),
+        (
+            "reciprocal_rank_fusion([['d', 'c'], ['b', 'a']]) (ties keep the order of first appearance)",
+            [["d", "c"], ["b", "a"]],
+            {},
+            [("d", 1 / 61), ("b", 1 / 61), ("c", 1 / 62), ("a", 1 / 62)],
+        ),
+        (
+            "reciprocal_rank_fusion([[3, 1, 2], [2]]) with int ids",
+            [[3, 1, 2], [2]],
+            {},
+            [(2, 1 / 63 + 1 / 61), (3, 1 / 61), (1, 1 / 62)],
+        ),
         ("reciprocal_rank_fusion([])", [], {}, []),
         ("reciprocal_rank_fusion([[], ['a']])", [[], ["a"]], {}, [("a", 1 / 61)]),
     ]

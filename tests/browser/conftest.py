@@ -19,8 +19,14 @@ CHROMIUM = Path(os.environ.get("CELLAR_CHROMIUM", "/usr/bin/chromium"))
 # Without the networking flags Chromium keeps trying to reach Google's services, and this
 # machine's closed network refuses every attempt.
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-results" / "screenshots"
 BOOT_TIMEOUT_MS = 120_000
@@ -36,8 +42,10 @@ def site_url(site) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Browser]:
     if not CHROMIUM.exists():
-        pytest.fail(f"Chromium is missing ({CHROMIUM}): run `python3 build.py browser` as root, "
-                    "or `sudo apt-get install chromium chromium-driver`, or set CELLAR_CHROMIUM")
+        pytest.fail(
+            f"Chromium is missing ({CHROMIUM}): run `python3 build.py browser` as root, "
+            "or `sudo apt-get install chromium chromium-driver`, or set CELLAR_CHROMIUM"
+        )
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         yield browser
@@ -63,4 +71,5 @@ def screenshot(page) -> callable:
         path = SCREENSHOTS / f"{name}.png"
         page.screenshot(path=str(path), full_page=True)
         return path
+
     return take

@@ -13,10 +13,9 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
+from tests.browser.conftest import BOOT_TIMEOUT_MS, SCREENSHOTS
 
 expect.set_options(timeout=30_000)
-
-from tests.browser.conftest import BOOT_TIMEOUT_MS, SCREENSHOTS
 
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTION = (ROOT / "lessons/01-passages/solution.py").read_text(encoding="utf-8")
@@ -68,11 +67,17 @@ def check(page: Page, checkpoint: str):
 def test_the_page_shows_prose_checkpoints_and_the_starter(lesson):
     expect(lesson.locator("#prose h1")).to_have_text("Cut sources into passages without losing where they came from")
     expect(lesson.locator(".checkpoint h3 .title")).to_have_text(
-        ["1. Take a snapshot of each document", "2. Cut a snapshot into overlapping word windows",
-         "3. Measure coverage, and trust no chunk unchecked"])
+        [
+            "1. Take a snapshot of each document",
+            "2. Cut a snapshot into overlapping word windows",
+            "3. Measure coverage, and trust no chunk unchecked",
+        ]
+    )
     expect_editor_text(lesson, STARTER)
     expect(lesson.locator("#progress")).to_have_text("0 / 3")
-    expect(lesson.get_by_role("link", name="Next: The embedding lab: meaning, words, and how Cellar fuses them →")).to_be_visible()
+    expect(
+        lesson.get_by_role("link", name="Next: The embedding lab: meaning, words, and how Cellar fuses them →")
+    ).to_be_visible()
     expect(lesson.locator("#boot-status")).to_have_text("Python is ready")
 
 
@@ -109,7 +114,8 @@ def test_a_wrong_solution_fails_with_the_first_broken_expectation(lesson):
     verdict = check(lesson, "word_chunks")
     expect(verdict).to_have_text(
         "✗ Not yet: word_chunks(doc, window=True, overlap=0) returned a list of 8 items; "
-        "expected a ValueError because window True is a bool, not an int")
+        "expected a ValueError because window True is a bool, not an int"
+    )
     expect(lesson.locator("#progress")).to_have_text("2 / 3")
     shot(lesson, "lesson-1-wrong")
 
@@ -120,7 +126,8 @@ def test_a_traceback_shows_the_learners_own_line_numbers(lesson):
     expect(lesson.locator("#output .stdout pre")).to_have_text("before\n")
     traceback = lesson.locator("#output .traceback")
     expect(traceback.locator("figcaption")).to_have_text(
-        "Stopped with an error: ZeroDivisionError: division by zero (main.py, line 2)")
+        "Stopped with an error: ZeroDivisionError: division by zero (main.py, line 2)"
+    )
     expect(traceback.locator("pre")).to_contain_text('File "main.py", line 5, in <module>')
     expect(traceback.locator("pre")).to_contain_text('File "main.py", line 2, in ratio')
 
@@ -133,7 +140,8 @@ def test_an_endless_loop_is_stopped_and_the_page_stays_usable(lesson):
     lesson.get_by_role("button", name="Run", exact=True).click()
     expect(lesson.locator("#output .problem")).to_have_text(
         f"Stopped after {limit:g} s: the code ran too long (an endless loop?). Python is ready for the next run.",
-        timeout=(limit + 10) * 1000)
+        timeout=(limit + 10) * 1000,
+    )
     stopped_after = time.monotonic() - started
     assert limit <= stopped_after < limit + 5
     # What it printed before, and where it was stopped, in the learner's lines.
@@ -146,7 +154,8 @@ def test_an_endless_loop_is_stopped_and_the_page_stays_usable(lesson):
     type_code(lesson, "def document_snapshots(records):\n    while True:\n        pass\n")
     expect(check(lesson, "document_snapshots")).to_have_text(
         f"Stopped after {limit:g} s: the code ran too long (an endless loop?). Python is ready for the next run.",
-        timeout=(limit + 10) * 1000)
+        timeout=(limit + 10) * 1000,
+    )
     # Isolated pages are interrupted, not restarted: Python and its packages stay loaded.
     assert lesson.evaluate("() => window.crossOriginIsolated && window.restarts") == 0
 
@@ -169,10 +178,15 @@ def test_the_chunk_explorer_shows_passages_ranges_and_coverage(lesson):
     explorer = lesson.locator(".chunk-explorer")
     explorer.scroll_into_view_if_needed()
     expect(explorer.locator(".passages button")).to_have_text(
-        ["d:0 chars 2-10 · words 0-4 A  B\nC D", "d:3 chars 9-16 · words 3-7 D E F G",
-         "d:6 chars 15-18 · words 6-8 G H"])
+        [
+            "d:0 chars 2-10 · words 0-4 A  B\nC D",
+            "d:3 chars 9-16 · words 3-7 D E F G",
+            "d:6 chars 15-18 · words 6-8 G H",
+        ]
+    )
     expect(explorer.locator(".stats")).to_have_text(
-        "8 words, 8 covered (coverage 100 %), 10 word occurrences, duplication 1.25")
+        "8 words, 8 covered (coverage 100 %), 10 word occurrences, duplication 1.25"
+    )
     explorer.locator(".passages button", has_text="d:3").click()
     expect(explorer.locator(".source mark")).to_have_text("D E F G")
     expect(explorer.locator(".passages button", has_text="d:3")).to_have_attribute("aria-pressed", "true")
@@ -181,18 +195,22 @@ def test_the_chunk_explorer_shows_passages_ranges_and_coverage(lesson):
     explorer.get_by_label("Overlap (words)").fill("0")
     expect(explorer.locator(".passages button")).to_have_count(2)
     expect(explorer.locator(".stats")).to_have_text(
-        "8 words, 8 covered (coverage 100 %), 8 word occurrences, duplication 1.00")
+        "8 words, 8 covered (coverage 100 %), 8 word occurrences, duplication 1.00"
+    )
     explorer.get_by_label("Text", exact=True).fill("   ")
     expect(explorer.locator(".stats")).to_have_text("document d: text is empty")
 
 
 def test_the_dutch_switch_shows_dutch_and_is_remembered(lesson):
     lesson.get_by_role("button", name="Nederlands").click()
-    expect(lesson.locator("#prose h1")).to_have_text("Knip bronnen in passages zonder te vergeten waar ze vandaan komen")
+    expect(lesson.locator("#prose h1")).to_have_text(
+        "Knip bronnen in passages zonder te vergeten waar ze vandaan komen"
+    )
     expect(lesson.get_by_role("button", name="Uitvoeren", exact=True)).to_be_visible()
     expect(lesson.locator("#checkpoint-word_chunks .check")).to_have_text("Controleer")
     expect(lesson.locator("#checkpoint-word_chunks h3 .title")).to_have_text(
-        "2. Knip een momentopname in overlappende woordvensters")
+        "2. Knip een momentopname in overlappende woordvensters"
+    )
     lesson.reload()
     expect(lesson.get_by_role("button", name="Uitvoeren", exact=True)).to_be_visible()
     expect(lesson.locator(".chunk-explorer h3")).to_have_text("Chunkverkenner")
@@ -205,13 +223,14 @@ def test_the_home_page_links_the_lessons_and_the_list_shows_their_titles(page, s
     page.goto(site_url)
     page.get_by_role("link", name="Lessons: learn how Cellar finds and cites passages").click()
     expect(page.locator("#lesson-list a")).to_have_text(
-        ["Cut sources into passages without losing where they came from",
-         "The embedding lab: meaning, words, and how Cellar fuses them"])
+        [
+            "Cut sources into passages without losing where they came from",
+            "The embedding lab: meaning, words, and how Cellar fuses them",
+        ]
+    )
 
 
 def test_the_embedding_lab_shows_its_heat_map_and_both_rankings(page, site_url, screenshot):
-    if not (ROOT / "site/models/minilm-l6-static-256/model.json").exists():
-        pytest.skip("the site ships no embedding model (site/models/minilm-l6-static-256)")
     page.goto(f"{site_url}lesson.html?lesson=02-embedding-lab")
     lab = page.locator(".embedding-lab")
     expect(lab).to_have_attribute("data-state", "ready")

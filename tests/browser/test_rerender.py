@@ -13,11 +13,10 @@ from urllib.parse import quote
 
 import pytest
 from playwright.sync_api import expect
+from tests.browser.conftest import BOOT_TIMEOUT_MS
 
 from cellar.cli import main
 from cellar.rerender.pyodide_host import PyodideHost
-
-from tests.browser.conftest import BOOT_TIMEOUT_MS
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "demo" / "archive"
@@ -76,18 +75,23 @@ def in_tab(page, path: str, texts: dict, file_url: str | None = None) -> dict:
             for (const blob of plan.blobs) files[`/archive/${blob}`] = build.archive + blob;
             return cellar.callWith({ files, packages: plan.packages }, "cellar.site.bridge", "rerender_notebook",
                 `/archive/${path}`, path, "/archive", texts, lock);
-        }""", [path, texts, file_url, LOCK])
+        }""",
+        [path, texts, file_url, LOCK],
+    )
 
 
 def test_the_fuel_notebook_drifts_in_the_tab_exactly_as_under_node(page, site, site_url, screenshot, node_fuel):
     node_file, node_entry = node_fuel
     requests = open_viewer(page, site_url, FUEL)
     page.wait_for_function("document.body.dataset.built", timeout=BOOT_TIMEOUT_MS)
-    assert not [url for url in requests if "pandas" in url or "matplotlib" in url], \
+    assert not [url for url in requests if "pandas" in url or "matplotlib" in url], (
         "pandas and matplotlib load only for a re-render in the tab"
+    )
 
     assert rerender(page) == "drifted"
-    assert [url for url in requests if "/pyodide/pandas" in url] and [url for url in requests if "/pyodide/matplotlib" in url]
+    assert [url for url in requests if "/pyodide/pandas" in url] and [
+        url for url in requests if "/pyodide/matplotlib" in url
+    ]
     status = page.locator("#rerender-status")
     expect(status.locator(".status")).to_have_text("drifted")
     # The cells Node's comparison lists as changed, and only those, are marked drifted.
@@ -113,24 +117,33 @@ def test_the_fuel_notebook_drifts_in_the_tab_exactly_as_under_node(page, site, s
     assert fresh == node_file.read_text(encoding="utf-8")
     with PyodideHost(site / "pyodide", packages=[]) as host:
         in_node = host.run("hash('cellar')")
-    assert page.evaluate("cellar.call('cellar.site.bridge', 'run_code', 'print(hash(\"cellar\"))')")["stdout"] == f"{in_node}\n"
+    assert (
+        page.evaluate("cellar.call('cellar.site.bridge', 'run_code', 'print(hash(\"cellar\"))')")["stdout"]
+        == f"{in_node}\n"
+    )
 
     # The warm worker re-renders the ballast notebook clean.
-    texts = {name: (DEMO / file).read_text() for name, file in (("pathmap", "pathmap.json"), ("requirements", "requirements.txt"))}
+    texts = {
+        name: (DEMO / file).read_text()
+        for name, file in (("pathmap", "pathmap.json"), ("requirements", "requirements.txt"))
+    }
     ballast = in_tab(page, BALLAST, {**texts, "settings": None})
     assert ballast["status"] == "clean" and ballast["reason"] is None
     assert {cell["badge"] for cell in ballast["cells"]} == {"same"}
 
 
 def test_the_viewer_shows_the_rerender_made_when_the_site_was_built(page, site, site_url, screenshot):
-    report = {entry["path"]: entry for entry in json.loads((site / "rendered" / "report.json").read_text())["notebooks"]}
+    report = {
+        entry["path"]: entry for entry in json.loads((site / "rendered" / "report.json").read_text())["notebooks"]
+    }
     # Drifted: the build's fresh outputs (which the index holds) beside the saved ones, at once.
     open_viewer(page, site_url, FUEL)
     page.wait_for_function("document.body.dataset.built", timeout=BOOT_TIMEOUT_MS)
     assert page.evaluate("document.body.dataset.built") == report[FUEL]["status"] == "drifted"
     expect(page.locator("#built-status .status")).to_have_text("drifted")
     assert {cell for cell, badge in badges(page).items() if badge == "drifted"} == {
-        cell["cell"] for cell in report[FUEL]["cells"]}
+        cell["cell"] for cell in report[FUEL]["cells"]
+    }
     expect(page.locator("#cell-5 .outputs.saved")).to_contain_text("797 t")
     expect(page.locator("#cell-5 .outputs.fresh")).to_contain_text("772 t")
     expect(page.locator("#rerender-status")).to_be_empty()  # nothing ran in this tab
@@ -149,15 +162,24 @@ def test_the_viewer_shows_the_rerender_made_when_the_site_was_built(page, site, 
 def test_a_runaway_cell_is_stopped_at_its_time_limit_and_the_page_stays_usable(page, site_url):
     open_viewer(page, site_url, BALLAST)
     assert page.evaluate("self.crossOriginIsolated"), "the interrupt buffer needs cross-origin isolation"
-    restarts = page.evaluate("window.restarts = []; cellar.onRestart((r) => restarts.push(r.reason)); 0")
-    notebook = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
-        {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": source}
-        for source in ("x = 0\nwhile True:\n    x += 1", "print('after')")]}
+    page.evaluate("window.restarts = []; cellar.onRestart((r) => restarts.push(r.reason)); 0")
+    notebook = {
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "metadata": {},
+        "cells": [
+            {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": source}
+            for source in ("x = 0\nwhile True:\n    x += 1", "print('after')")
+        ],
+    }
     url = "data:application/json," + quote(json.dumps(notebook))
-    page.evaluate("""([url, lock]) => { window.run = cellar.callWith(
+    page.evaluate(
+        """([url, lock]) => { window.run = cellar.callWith(
         { files: { "/archive/runaway.ipynb": url, [lock]: "pyodide/pyodide-lock.json" }, packages: ["ipython", "matplotlib", "pandas"] },
         "cellar.site.bridge", "rerender_notebook", "/archive/runaway.ipynb", "runaway.ipynb", "/archive",
-        { pathmap: null, requirements: null, settings: '{"cell_timeout": 3}' }, lock); }""", [url, LOCK])
+        { pathmap: null, requirements: null, settings: '{"cell_timeout": 3}' }, lock); }""",
+        [url, LOCK],
+    )
     # Python runs in the worker: the page answers at once all the while (boot, imports, the spin).
     page.evaluate("window.run.finally(() => { window.done = true; }); 0")
     slowest = 0.0

@@ -10,20 +10,21 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 from playwright.sync_api import expect
+from tests.browser.conftest import BOOT_TIMEOUT_MS, SCREENSHOTS
 
-from cellar.retrieval.embedding import StaticModel
+from cellar.retrieval.embedding import default_model
 from cellar.retrieval.search import Filters, Searcher
 from cellar.retrieval.shard import open_shard
 from cellar.site.server import serve_in_background
 
-from tests.browser.conftest import BOOT_TIMEOUT_MS, SCREENSHOTS
-
 ROOT = Path(__file__).resolve().parents[2]
 BALLAST = "ballast tank volumes for the 2017 vessel"
 BALLAST_NOTEBOOK = "2017/17-042 Ballast/ballast_tanks_17042.ipynb"
-OUT_OF_SCOPE = [json.loads(line)["query"] for line in (ROOT / "demo/gold.jsonl").read_text().splitlines()
-                if line.strip() and json.loads(line)["kind"] == "out_of_scope"]
-MODEL_FILES = ("model.json", "embeddings.npy", "scales.npy", "vocab.txt")
+OUT_OF_SCOPE = [
+    json.loads(line)["query"]
+    for line in (ROOT / "demo/gold.jsonl").read_text().splitlines()
+    if line.strip() and json.loads(line)["kind"] == "out_of_scope"
+]
 
 
 def answered(page, query: str) -> None:
@@ -37,13 +38,14 @@ def first_paths(page) -> list[str]:
 @pytest.fixture(scope="module")
 def cpython_searcher(site) -> Searcher:
     build = json.loads((site / "build.json").read_text())
-    model_dir = site / build["model"]
-    model = StaticModel.from_files({name: (model_dir / name).read_bytes() for name in MODEL_FILES})
+    model = default_model()  # the tab's model: the one in the cellar wheel
     shard = open_shard(site / build["shard"], model)
     return Searcher(shard.index, model, shard.fragment)
 
 
-def test_a_question_typed_while_python_boots_finds_the_table_and_its_citation_opens_the_viewer(page, site_url, screenshot):
+def test_a_question_typed_while_python_boots_finds_the_table_and_its_citation_opens_the_viewer(
+    page, site_url, screenshot
+):
     page.goto(site_url)
     # Typed at once, long before Python is ready: it runs as soon as the index is open.
     page.get_by_label("Search the archive").fill(BALLAST)
@@ -94,14 +96,17 @@ def test_the_page_answers_as_cpython_refuses_filters_and_speaks_dutch(page, site
         return [{k: v for k, v in item.items() if k not in ("marks", "table")} for item in items]
 
     def contract(answer: dict) -> dict:
-        notebooks = [{**nb, "hits": strip(nb["hits"]), "neighbourhood": strip(nb["neighbourhood"])}
-                     for nb in answer["notebooks"]]
+        notebooks = [
+            {**nb, "hits": strip(nb["hits"]), "neighbourhood": strip(nb["neighbourhood"])} for nb in answer["notebooks"]
+        ]
         return {**{k: v for k, v in answer.items() if k not in ("timings_ms", "closest")}, "notebooks": notebooks}
 
     in_page = page.evaluate("q => window.cellar.search(q, {k: 3})", BALLAST)
     assert contract(in_page) == contract(cpython_searcher.search(BALLAST, k=3))
     filtered = page.evaluate("q => window.cellar.search(q, {kinds: ['table'], year_to: 2020})", BALLAST)
-    assert contract(filtered) == contract(cpython_searcher.search(BALLAST, k=3, filters=Filters(kinds=("table",), year_to=2020)))
+    assert contract(filtered) == contract(
+        cpython_searcher.search(BALLAST, k=3, filters=Filters(kinds=("table",), year_to=2020))
+    )
     # Only tables asked for: the ballast notebook still answers, with its tables.
     assert not filtered["refused"] and filtered["notebooks"][0]["path"] == BALLAST_NOTEBOOK
     assert {hit["kind"] for nb in filtered["notebooks"] for hit in nb["hits"]} == {"table"}
@@ -143,7 +148,9 @@ def test_the_page_answers_as_cpython_refuses_filters_and_speaks_dutch(page, site
     assert len(first_paths(page)) == 3
     page.get_by_label("Project").select_option("24-007")
     expect(page.locator("#notebooks .notebook")).to_have_count(1)
-    expect(page.locator("#notebooks .notebook .path")).to_have_text("2024/24-007 Ballastwater/ballastwater_behandeling_24007.ipynb")
+    expect(page.locator("#notebooks .notebook .path")).to_have_text(
+        "2024/24-007 Ballastwater/ballastwater_behandeling_24007.ipynb"
+    )
     screenshot("search-filtered")
     page.get_by_role("button", name="Clear filters").click()
 

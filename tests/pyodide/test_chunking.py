@@ -23,7 +23,7 @@ SAMPLE = [  # every kind of chunk, nbformat 3, 4.0-4.4 and 4.99, HTML and text t
     "edge/jupyter__nbformat/tests/test4plus.ipynb",
 ]
 
-PROBE = r'''
+PROBE = r"""
 import base64, json, warnings
 from cellar.ingest.chunking import chunk_document, chunk_notebook
 from cellar.ingest.notebook import NotebookWarning, read_notebook
@@ -37,7 +37,7 @@ def chunk_all(files):
             chunked = chunk_notebook(read_notebook(data, path)) if path.endswith(".ipynb") else chunk_document(data, path)
         result[path] = {"records": [chunk.record() for chunk in chunked.chunks], "skipped": chunked.skipped}
     return json.loads(json.dumps(result))
-'''
+"""
 
 
 def encoded(files: dict[str, bytes]) -> dict[str, str]:

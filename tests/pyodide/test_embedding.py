@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import unicodedata
-from pathlib import Path
 
 import numpy as np
 
@@ -22,7 +21,7 @@ TEXTS = [
     "df.groupby('key').median_house_value.mean()  # 1.500e-03 'tank_17042c'",
     "|    | tank      |   volume_m3 |\n|---:|:----------|------------:|\n|  0 | forepeak  |       412.1 |",
     "Café NAÏVE Ångström straße ﬁle Cafe\u0301 ΟΔΟΣ İstanbul Δp ρ·v² µm Ω",
-    "船 emoji \U0001F6A2 中文字符 が 한국어 👨‍👩‍👧‍👦 🇳🇱 ❤️",
+    "船 emoji \U0001f6a2 中文字符 が 한국어 👨‍👩‍👧‍👦 🇳🇱 ❤️",
     "zero\u200bwidth\u00adsoft \x00\x1b[0;31mANSI\x1b[0m \u2066bidi\u2069 a\u0301\u0323 \u0378 \ue000",
     "[UNK] [PAD] foo[UNK]bar ##ing " + "x" * 101 + " " + "é" * 40,
     " ".join(["ballast tank volume"] * 300),  # beyond max_tokens
@@ -50,11 +49,14 @@ def run_json(pyodide, code: str, value) -> object:
 
 
 def test_token_ids_and_vectors_equal_cpython(pyodide):
-    code = mounted_model() + """
+    code = (
+        mounted_model()
+        + """
 names = ["model.json", "embeddings.npy", "scales.npy", "vocab.txt"]
 fetched = StaticModel.from_files({name: open(f"/mnt/model/{name}", "rb").read() for name in names})
 [model.sha256, [model.token_ids(t) for t in value], model.encode(value).tolist(), fetched.encode(value).tolist()]
 """
+    )
     sha256, ids, vectors, fetched = run_json(pyodide, code, TEXTS)
     model = load_model(MODEL_DIR)
     assert sha256 == model.sha256
@@ -75,7 +77,9 @@ def test_every_bmp_character_is_tokenised_as_in_cpython(pyodide):
 
 
 def test_a_damaged_file_is_refused_in_pyodide_too(pyodide):
-    code = mounted_model() + """
+    code = (
+        mounted_model()
+        + """
 from cellar.retrieval.embedding import ModelError
 names = ["model.json", "embeddings.npy", "scales.npy", "vocab.txt"]
 files = {name: open(f"/mnt/model/{name}", "rb").read() for name in names}
@@ -87,4 +91,5 @@ except ModelError as error:
     message = str(error)
 message
 """
+    )
     assert pyodide.run(code).startswith("https://example.org/model/scales.npy: damaged or replaced")

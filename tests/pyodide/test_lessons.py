@@ -22,8 +22,11 @@ def test_verdicts_equal_cpython(pyodide, folder):
     files = read_lesson_files(folder)
     lesson = lesson_from_files(files)
     # the starter, the sample solution, and the solution with ranks counted from 0 / text stripped
-    sources = [lesson.starter, lesson.solution,
-               lesson.solution.replace("start=1", "start=0").replace('"text": text,', '"text": text.strip(),')]
+    sources = [
+        lesson.starter,
+        lesson.solution,
+        lesson.solution.replace("start=1", "start=0").replace('"text": text,', '"text": text.strip(),'),
+    ]
     code = f"""
 import json
 from cellar.lessons.lesson import check_all, lesson_from_files
@@ -31,8 +34,7 @@ lesson = lesson_from_files({as_literal(files)})
 [{{cid: [v.passed, v.message] for cid, v in check_all(lesson, source).items()}}
  for source in {as_literal(sources)}]
 """
-    expected = [{cid: [v.passed, v.message] for cid, v in check_all(lesson, source).items()}
-                for source in sources]
+    expected = [{cid: [v.passed, v.message] for cid, v in check_all(lesson, source).items()} for source in sources]
     assert pyodide.run(code) == expected
     assert all(passed for passed, _ in expected[1].values())
     assert not all(passed for passed, _ in expected[2].values())

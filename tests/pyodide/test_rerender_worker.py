@@ -10,17 +10,20 @@ import zipfile
 
 import pytest
 
-from cellar.rerender.pyodide_host import PyodideError, PyodideHost
 from cellar.rerender.batch import Worker, site_runtime
+from cellar.rerender.pyodide_host import PyodideError, PyodideHost
 
 PACKAGES = ["ipython", "matplotlib", "numpy", "pandas"]
 REQUEST = {
-    "cells": ["import matplotlib.pyplot as plt\n"
-              "plt.plot([0, 10, 20, 30], [0.0, 0.21, 0.38, 0.42])\n"
-              "plt.title('GZ curve 16-008'); plt.xlabel('heel [deg]'); plt.ylabel('GZ [m]')",
-              "import pandas as pd\n"
-              "pd.DataFrame({'tank': ['forepeak', 'aft peak'], 'volume_m3': [412.1, 288.0]})"],
-    "pathmap": {"format": 1, "files": {}}, "cwd": "/", "limits": {},
+    "cells": [
+        "import matplotlib.pyplot as plt\n"
+        "plt.plot([0, 10, 20, 30], [0.0, 0.21, 0.38, 0.42])\n"
+        "plt.title('GZ curve 16-008'); plt.xlabel('heel [deg]'); plt.ylabel('GZ [m]')",
+        "import pandas as pd\npd.DataFrame({'tank': ['forepeak', 'aft peak'], 'volume_m3': [412.1, 288.0]})",
+    ],
+    "pathmap": {"format": 1, "files": {}},
+    "cwd": "/",
+    "limits": {},
 }
 FONT_CACHE = "Matplotlib is building the font cache"
 FRAME = "lib/python3.12/site-packages/pandas/core/__pycache__/frame.cpython-312.pyc"

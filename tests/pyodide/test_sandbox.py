@@ -17,10 +17,14 @@ from cellar.rerender.pyodide_host import PyodideHost
 TANKS = b"tank,volume_m3\nforepeak,412.1\naft peak,288.0\n"
 WELLS = b"1.0 2.0\n3.0 4.0\n"
 BLOB = {name: "sha256:" + hashlib.sha256(data).hexdigest() for name, data in (("tanks", TANKS), ("wells", WELLS))}
-PATHMAP = {"format": 1,
-           "files": {r"\\srv-calc-01\projects\2017\17-042\inputs\tanks_17042c.csv": BLOB["tanks"],
-                     r"C:\PGE383\data\wells.txt": BLOB["wells"],
-                     "/2017/17-042 Ballast/inputs/tanks.csv": BLOB["tanks"]}}
+PATHMAP = {
+    "format": 1,
+    "files": {
+        r"\\srv-calc-01\projects\2017\17-042\inputs\tanks_17042c.csv": BLOB["tanks"],
+        r"C:\PGE383\data\wells.txt": BLOB["wells"],
+        "/2017/17-042 Ballast/inputs/tanks.csv": BLOB["tanks"],
+    },
+}
 BLOBS = {BLOB["tanks"]: base64.b64encode(TANKS).decode(), BLOB["wells"]: base64.b64encode(WELLS).decode()}
 CWD = "/2017/17-042 Ballast"
 SECRET = "/home/pyodide/secret.txt"
@@ -31,7 +35,9 @@ def worker(site) -> PyodideHost:
     manifest = json.loads((site / "build.json").read_text())
     wheels = [site / wheel for wheel in manifest["wheels"]]
     with PyodideHost(site / "pyodide", wheels=wheels, packages=["numpy", "pandas", "matplotlib", "ipython"]) as host:
-        host.run(f"import cellar.rerender.sandbox as sandbox; sandbox.prepare(); open({SECRET!r}, 'w').write('s3cr3t'); 0")
+        host.run(
+            f"import cellar.rerender.sandbox as sandbox; sandbox.prepare(); open({SECRET!r}, 'w').write('s3cr3t'); 0"
+        )
         yield host
 
 
@@ -45,18 +51,25 @@ def outputs(result: dict) -> list[list[dict]]:
 
 
 def text(output: dict) -> str:
-    return output.get("text") or output.get("data", {}).get("text/plain") or f"{output.get('ename')}: {output.get('evalue')}"
+    return (
+        output.get("text")
+        or output.get("data", {}).get("text/plain")
+        or f"{output.get('ename')}: {output.get('evalue')}"
+    )
 
 
 def test_mapped_files_read_through_open_pandas_numpy_pathlib_and_os(worker):
-    result = run(worker, [
-        "import pandas as pd, numpy as np, os, pathlib\n"
-        "float(pd.read_csv(r'\\\\SRV-CALC-01\\Projects\\2017\\17-042\\inputs\\tanks_17042c.csv').volume_m3.sum())",
-        "print(open('inputs/tanks.csv').readline().strip(), os.listdir('inputs'), os.path.isdir('inputs'))\n"
-        "pathlib.Path('inputs/tanks.csv').read_bytes() == open(r'//srv-calc-01/projects/2017/17-042/inputs/tanks_17042c.csv', 'rb').read()",
-        "os.chdir('C:\\\\PGE383')\nprint(os.getcwd(), os.path.exists('data/wells.txt'), os.stat('data/wells.txt').st_size)\n"
-        "float(np.loadtxt(r'data\\wells.txt').sum())",
-    ])
+    result = run(
+        worker,
+        [
+            "import pandas as pd, numpy as np, os, pathlib\n"
+            "float(pd.read_csv(r'\\\\SRV-CALC-01\\Projects\\2017\\17-042\\inputs\\tanks_17042c.csv').volume_m3.sum())",
+            "print(open('inputs/tanks.csv').readline().strip(), os.listdir('inputs'), os.path.isdir('inputs'))\n"
+            "pathlib.Path('inputs/tanks.csv').read_bytes() == open(r'//srv-calc-01/projects/2017/17-042/inputs/tanks_17042c.csv', 'rb').read()",
+            "os.chdir('C:\\\\PGE383')\nprint(os.getcwd(), os.path.exists('data/wells.txt'), os.stat('data/wells.txt').st_size)\n"
+            "float(np.loadtxt(r'data\\wells.txt').sum())",
+        ],
+    )
     first, second, third = outputs(result)
     assert text(first[0]) == "700.1"
     assert text(second[0]) == "tank,volume_m3 ['tanks.csv'] True\n" and text(second[1]) == "True"
@@ -64,21 +77,36 @@ def test_mapped_files_read_through_open_pandas_numpy_pathlib_and_os(worker):
 
 
 HOSTILE = [
-    "/etc/passwd", SECRET, "../../../../home/pyodide/secret.txt", r"inputs\..\..\..\..\home\pyodide\secret.txt",
-    r"\\srv-calc-02\projects\2017\17-042\inputs\tanks_17042c.csv", r"\\?\C:\..\PGE383\data\wells.txt",
-    "inputs/tanks.csv\x00.png", "C:\\PGE383\\data\\wells.txt:stream", "CON", "~/secret.txt",
+    "/etc/passwd",
+    SECRET,
+    "../../../../home/pyodide/secret.txt",
+    r"inputs\..\..\..\..\home\pyodide\secret.txt",
+    r"\\srv-calc-02\projects\2017\17-042\inputs\tanks_17042c.csv",
+    r"\\?\C:\..\PGE383\data\wells.txt",
+    "inputs/tanks.csv\x00.png",
+    "C:\\PGE383\\data\\wells.txt:stream",
+    "CON",
+    "~/secret.txt",
     "C:\\" + "a\\" * 3000 + "x.csv",
 ]
 
 
-@pytest.mark.parametrize("reader", [
-    "open({path!r}).read()", "__import__('pathlib').Path({path!r}).read_text()",
-    "__import__('pandas').read_csv({path!r})", "__import__('numpy').loadtxt({path!r})",
-    "__import__('io').open({path!r}, 'rb').read()",
-])
+@pytest.mark.parametrize(
+    "reader",
+    [
+        "open({path!r}).read()",
+        "__import__('pathlib').Path({path!r}).read_text()",
+        "__import__('pandas').read_csv({path!r})",
+        "__import__('numpy').loadtxt({path!r})",
+        "__import__('io').open({path!r}, 'rb').read()",
+    ],
+)
 def test_hostile_paths_are_refused_and_nothing_outside_the_map_is_read(worker, reader):
-    result = run(worker, [reader.format(path=path) for path in HOSTILE] + [
-        "import os\nprint(os.path.exists('/etc/passwd'), os.path.exists(%r))\nos.listdir('/home/pyodide')" % SECRET])
+    result = run(
+        worker,
+        [reader.format(path=path) for path in HOSTILE]
+        + [f"import os\nprint(os.path.exists('/etc/passwd'), os.path.exists({SECRET!r}))\nos.listdir('/home/pyodide')"],
+    )
     for path, cell in zip(HOSTILE, outputs(result)):
         (output,) = cell
         assert output["output_type"] == "error", (path, output)
@@ -91,49 +119,64 @@ def test_hostile_paths_are_refused_and_nothing_outside_the_map_is_read(worker, r
 
 def test_a_cell_cannot_open_the_interpreters_own_files(worker):
     # Library code may read the standard library and site-packages (imports, fonts); a cell may not.
-    (cell,) = outputs(run(worker, ["open('/lib/python3.12/site-packages/cellar/sandbox.py').read()"]))
+    (cell,) = outputs(run(worker, ["open('/lib/python3.12/site-packages/cellar/rerender/sandbox.py').read()"]))
     assert cell[0]["ename"] == "PathRefused"
 
 
 def test_writes_go_to_a_scratch_area_that_is_thrown_away(worker):
-    first = run(worker, ["open('inputs/out.csv', 'w').write('a,b\\n1,2\\n')\nint(__import__('pandas').read_csv('inputs/out.csv').b.sum())",
-                         "open('inputs/tanks.csv', 'a').write('x')\nlen(open('inputs/tanks.csv').read())"])
+    first = run(
+        worker,
+        [
+            "open('inputs/out.csv', 'w').write('a,b\\n1,2\\n')\nint(__import__('pandas').read_csv('inputs/out.csv').b.sum())",
+            "open('inputs/tanks.csv', 'a').write('x')\nlen(open('inputs/tanks.csv').read())",
+        ],
+    )
     assert text(outputs(first)[0][0]) == "2" and text(outputs(first)[1][0]) == str(len(TANKS) + 1)
     second = run(worker, ["import os\nos.path.exists('inputs/out.csv'), len(open('inputs/tanks.csv').read())"])
     assert text(outputs(second)[0][0]) == f"(False, {len(TANKS)})"
 
 
 def test_network_is_refused_at_once(worker):
-    result = run(worker, [
-        "import socket\nsocket.create_connection(('example.org', 80))",
-        "import urllib.request\nurllib.request.urlopen('http://example.org/')",
-        "from pyodide.http import open_url\nopen_url('http://example.org/')",
-        "import js\njs.fetch('http://example.org/')",
-        "import pandas as pd\npd.read_csv('https://example.org/tanks.csv')",
-    ], cell_timeout=30)
+    result = run(
+        worker,
+        [
+            "import socket\nsocket.create_connection(('example.org', 80))",
+            "import urllib.request\nurllib.request.urlopen('http://example.org/')",
+            "from pyodide.http import open_url\nopen_url('http://example.org/')",
+            "import js\njs.fetch('http://example.org/')",
+            "import pandas as pd\npd.read_csv('https://example.org/tanks.csv')",
+        ],
+        cell_timeout=30,
+    )
     names = [cell[0]["ename"] for cell in outputs(result)]
     assert names == ["NetworkRefused", "URLError", "NetworkRefused", "NetworkRefused", "URLError"]
     # https too (Pyodide has no ssl): the same refusal, naming the URL
     assert outputs(result)[4][0]["evalue"] == (
-        "<urlopen error network access is not available in the sandbox: https://example.org/tanks.csv>")
+        "<urlopen error network access is not available in the sandbox: https://example.org/tanks.csv>"
+    )
     assert result["stopped"] is None
 
 
 def test_ipython_semantics_for_results_display_errors_magics_and_shell_lines(worker):
-    result = run(worker, [
-        "import pandas as pd\nprint('hi')\npd.DataFrame({'a': [1, 2]})",
-        "from IPython.display import display, Markdown\ndisplay(Markdown('**x**'))\nx = 1;",
-        "{'b': list(range(30)), 'a': 1}",
-        "%matplotlib inline\nimport matplotlib.pyplot as plt\nplt.plot([1, 2]);",
-        "%timeit y = 2 ** 10\ny",
-        "!pip install pint",
-        "1 / 0",
-        "input('name? ')",
-    ])
+    result = run(
+        worker,
+        [
+            "import pandas as pd\nprint('hi')\npd.DataFrame({'a': [1, 2]})",
+            "from IPython.display import display, Markdown\ndisplay(Markdown('**x**'))\nx = 1;",
+            "{'b': list(range(30)), 'a': 1}",
+            "%matplotlib inline\nimport matplotlib.pyplot as plt\nplt.plot([1, 2]);",
+            "%timeit y = 2 ** 10\ny",
+            "!pip install pint",
+            "1 / 0",
+            "input('name? ')",
+        ],
+    )
     cells = outputs(result)
     assert [o["output_type"] for o in cells[0]] == ["stream", "execute_result"]
     assert "text/html" in cells[0][1]["data"] and cells[0][1]["data"]["text/plain"] == "   a\n0  1\n1  2"
-    assert [(o["output_type"], sorted(o["data"])) for o in cells[1]] == [("display_data", ["text/markdown", "text/plain"])]
+    assert [(o["output_type"], sorted(o["data"])) for o in cells[1]] == [
+        ("display_data", ["text/markdown", "text/plain"])
+    ]
     assert cells[2][0]["data"]["text/plain"].startswith("{'b': [0,\n  1,\n")  # IPython's pretty printer
     assert sorted(cells[3][0]["data"]) == ["image/png", "text/plain"] and cells[3][0]["output_type"] == "display_data"
     assert text(cells[4][0]) == "1024"
@@ -142,12 +185,16 @@ def test_ipython_semantics_for_results_display_errors_magics_and_shell_lines(wor
     assert cells[7][0]["ename"] == "StdinNotImplementedError"
 
 
-PROBE = ("import random, numpy as np, pandas as pd, matplotlib as mpl, sys\n"
-         "print(random.random(), np.random.rand(), pd.get_option('display.precision'), mpl.rcParams['lines.linewidth'],\n"
-         "      np.get_printoptions()['precision'], 'helper' in sys.modules, 'x' in globals())")
-MESS = ("import random, numpy as np, pandas as pd, matplotlib as mpl, sys, types\n"
-        "random.random(); np.random.rand(5); pd.set_option('display.precision', 2); mpl.rcParams['lines.linewidth'] = 9\n"
-        "np.set_printoptions(precision=1); sys.modules['helper'] = types.ModuleType('helper'); x = 1")
+PROBE = (
+    "import random, numpy as np, pandas as pd, matplotlib as mpl, sys\n"
+    "print(random.random(), np.random.rand(), pd.get_option('display.precision'), mpl.rcParams['lines.linewidth'],\n"
+    "      np.get_printoptions()['precision'], 'helper' in sys.modules, 'x' in globals())"
+)
+MESS = (
+    "import random, numpy as np, pandas as pd, matplotlib as mpl, sys, types\n"
+    "random.random(); np.random.rand(5); pd.set_option('display.precision', 2); mpl.rcParams['lines.linewidth'] = 9\n"
+    "np.set_printoptions(precision=1); sys.modules['helper'] = types.ModuleType('helper'); x = 1"
+)
 
 
 def test_notebooks_sharing_a_worker_do_not_see_each_other(worker):
@@ -159,10 +206,12 @@ def test_notebooks_sharing_a_worker_do_not_see_each_other(worker):
 
 
 def test_two_runs_give_identical_outputs(worker):
-    cells = ["import numpy as np, pandas as pd, matplotlib.pyplot as plt\n"
-             "df = pd.DataFrame(np.random.rand(4, 3), columns=list('abc'))\ndf",
-             "fig, ax = plt.subplots()\ndf.plot(ax=ax)\nax.set_title('random');",
-             "import time, datetime\nprint(time.time(), datetime.datetime.now())"]
+    cells = [
+        "import numpy as np, pandas as pd, matplotlib.pyplot as plt\n"
+        "df = pd.DataFrame(np.random.rand(4, 3), columns=list('abc'))\ndf",
+        "fig, ax = plt.subplots()\ndf.plot(ax=ax)\nax.set_title('random');",
+        "import time, datetime\nprint(time.time(), datetime.datetime.now())",
+    ]
     first, second = (run(worker, cells, clock="2017-03-01T09:30:00") for _ in range(2))
     assert json.dumps(outputs(first), sort_keys=True) == json.dumps(outputs(second), sort_keys=True)
     assert text(outputs(first)[2][0]) == "1488360600.0 2017-03-01 09:30:00\n"

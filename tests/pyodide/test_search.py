@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import base64
 import shutil
-from pathlib import Path
 
-from cellar.site import bridge
 from cellar.retrieval.embedding import default_model_dir, load_model
 from cellar.retrieval.index import build_index
 from cellar.retrieval.search import Filters, Searcher
 from cellar.retrieval.shard import Shard, shard_files, write_shard
+from cellar.site import bridge
 
 MODEL = default_model_dir()
 TEXTS = {
@@ -21,22 +20,40 @@ TEXTS = {
     "b/mooring.ipynb": ["# Mooring", "tension = line_tension(load)", "most loaded line 412 kN"],
 }
 QUERIES = ["forepeak tank volume", "Waar staat de GZ-kromme?", "torsional vibration of the shaft", "412"]
-FILTERED = [(QUERIES[0], {"path_prefix": "b/", "mode": "bm25"}), (QUERIES[0], {"kinds": ["stream"]}),
-            ("GZ-kromme 2034", {"year_from": 2034, "year_to": 2034})]
+FILTERED = [
+    (QUERIES[0], {"path_prefix": "b/", "mode": "bm25"}),
+    (QUERIES[0], {"kinds": ["stream"]}),
+    ("GZ-kromme 2034", {"year_from": 2034, "year_to": 2034}),
+]
 
 
 def _filters(options: dict) -> Filters:
-    return Filters(path_prefix=options.get("path_prefix"), kinds=tuple(options.get("kinds", ())),
-                   year_from=options.get("year_from"), year_to=options.get("year_to"))
+    return Filters(
+        path_prefix=options.get("path_prefix"),
+        kinds=tuple(options.get("kinds", ())),
+        year_from=options.get("year_from"),
+        year_to=options.get("year_to"),
+    )
 
 
 def _records() -> list[dict]:
     kinds = ("markdown", "code", "stream")
     return [
-        {"id": f"{path}:{cell}", "kind": kinds[cell], "path": path, "cell": cell, "output": 0 if cell == 2 else None,
-         "revision": f"r-{path}", "quote": text, "start": 0, "end": len(text), "text": text,
-         "meta": {"headings": ["x"], "year": 2017 + len(path)}}
-        for path, texts in TEXTS.items() for cell, text in enumerate(texts)
+        {
+            "id": f"{path}:{cell}",
+            "kind": kinds[cell],
+            "path": path,
+            "cell": cell,
+            "output": 0 if cell == 2 else None,
+            "revision": f"r-{path}",
+            "quote": text,
+            "start": 0,
+            "end": len(text),
+            "text": text,
+            "meta": {"headings": ["x"], "year": 2017 + len(path)},
+        }
+        for path, texts in TEXTS.items()
+        for cell, text in enumerate(texts)
     ]
 
 
@@ -62,7 +79,9 @@ def test_pyodide_search_equals_cpython(pyodide):
     shard = Shard(files.__getitem__)
     searcher = Searcher(shard.index, model, shard.fragment)
     expected = [_strip(searcher.search(q, k=3)) for q in QUERIES]
-    expected += [_strip(searcher.search(q, k=3, filters=_filters(o), mode=o.get("mode", "hybrid"))) for q, o in FILTERED]
+    expected += [
+        _strip(searcher.search(q, k=3, filters=_filters(o), mode=o.get("mode", "hybrid"))) for q, o in FILTERED
+    ]
     expected.append([list(searcher.rank(q, k=2).needs) for q in QUERIES])
     _write(pyodide, files, "/shard")
     _write(pyodide, {p.name: p.read_bytes() for p in MODEL.iterdir() if p.is_file()}, "/model")
@@ -95,13 +114,12 @@ def test_pyodide_page_search_fetches_then_answers_as_cpython(pyodide, tmp_path):
     write_shard(index, tmp_path / "all")
     shutil.copytree(tmp_path / "all", tmp_path / "shard", ignore=shutil.ignore_patterns("fragments"))
     _write(pyodide, {p.name: p.read_bytes() for p in (tmp_path / "shard").iterdir() if p.is_file()}, "/pageshard")
-    _write(pyodide, {p.name: p.read_bytes() for p in MODEL.iterdir() if p.is_file()}, "/model")
     (tmp_path / "shard" / "fragments").mkdir()
     expected, got = [], []
     for query, options in [(QUERIES[0], {"k": 2}), *FILTERED]:
-        call = f"from cellar.site import bridge\nanswer = bridge.search({query!r}, {options!r}, '/pageshard', '/model')\n"
+        call = f"from cellar.site import bridge\nanswer = bridge.search({query!r}, {options!r}, '/pageshard')\n"
         for _ in range(2):  # the first round names the fragments it lacks, the second has them
-            expected.append(_strip(bridge.search(query, options, str(tmp_path / "shard"), str(MODEL))))
+            expected.append(_strip(bridge.search(query, options, str(tmp_path / "shard"))))
             got.append(pyodide.run(f"{call}{{key: value for key, value in answer.items() if key != 'timings_ms'}}"))
             names = expected[-1].get("fetch", [])
             for name in names:

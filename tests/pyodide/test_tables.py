@@ -1,4 +1,5 @@
-"""cellar.ingest.tables in Pyodide reads the same tables and writes the same searched text as CPython.
+"""cellar.ingest.tables and text_tables in Pyodide read the same tables and write the same searched
+text as CPython.
 
 The HTML and text reprs are made here by CPython's pandas 2.2.3 (the version Pyodide 0.27.7
 ships), plus a sample of the outputs saved in ../shared/corpus when it is there.
@@ -14,9 +15,10 @@ import pandas as pd
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
 
-PROBE = r'''
+PROBE = r"""
 import json
-from cellar.ingest.tables import parse_html_table, parse_text_table, table_text
+from cellar.ingest.tables import parse_html_table, table_text
+from cellar.ingest.text_tables import parse_text_table
 
 def probe(inputs):
     out = []
@@ -27,13 +29,16 @@ def probe(inputs):
             "dtypes": [str(d) for d in table.frame.dtypes], "text": table_text(table),
         })
     return json.loads(json.dumps(out))
-'''
+"""
 
 
 def generated() -> list[tuple[str, str]]:
     tanks = pd.DataFrame(
-        {"volume_m3": [412.1, 2106.3, 1284.7], "ballast": [True, False, True],
-         "sounded": pd.to_datetime(["2024-03-01", "2024-03-02", "2024-03-05"])},
+        {
+            "volume_m3": [412.1, 2106.3, 1284.7],
+            "ballast": [True, False, True],
+            "sounded": pd.to_datetime(["2024-03-01", "2024-03-02", "2024-03-05"]),
+        },
         index=pd.Index(["forepeak", "midship", "aftpeak"], name="tank"),
     )
     multi = pd.DataFrame(
@@ -42,13 +47,17 @@ def generated() -> list[tuple[str, str]]:
         columns=pd.MultiIndex.from_product([["ballast", "fuel"], ["volume_m3", "mass_t"]]),
     )
     wide = pd.DataFrame(np.arange(1200).reshape(100, 12) / 4)
-    with pd.option_context("display.max_rows", 6, "display.min_rows", 6, "display.max_columns", 6,
-                           "display.width", 60):
+    with pd.option_context("display.max_rows", 6, "display.min_rows", 6, "display.max_columns", 6, "display.width", 60):
         elided = [("html", wide._repr_html_()), ("text", repr(wide))]
     return [
-        ("html", tanks.to_html()), ("html", multi._repr_html_()), *elided,
-        ("text", repr(tanks)), ("text", repr(multi)), ("text", repr(tanks["volume_m3"])),
-        ("text", "just a sentence\nof prose"), ("html", "<p>no table</p>"),
+        ("html", tanks.to_html()),
+        ("html", multi._repr_html_()),
+        *elided,
+        ("text", repr(tanks)),
+        ("text", repr(multi)),
+        ("text", repr(tanks["volume_m3"])),
+        ("text", "just a sentence\nof prose"),
+        ("html", "<p>no table</p>"),
     ]
 
 

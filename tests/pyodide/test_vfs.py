@@ -14,8 +14,10 @@ DATA = {"tanks": b"tank,volume_m3\nforepeak,412.1\n", "wells": b"well,depth_m\nA
 BLOB = {name: "sha256:" + hashlib.sha256(data).hexdigest() for name, data in DATA.items()}
 PATHMAP = {
     "format": 1,
-    "files": {r"\\srv-calc-01\projects\2017\17-042\inputs\tanks_17042c.csv": BLOB["tanks"],
-              r"C:\PGE383\data\wells.csv": BLOB["wells"]},
+    "files": {
+        r"\\srv-calc-01\projects\2017\17-042\inputs\tanks_17042c.csv": BLOB["tanks"],
+        r"C:\PGE383\data\wells.csv": BLOB["wells"],
+    },
     "trees": {r"\\srv-calc-01\hull": {"2019/README.txt": BLOB["tanks"]}},
 }
 PROJECT = r"\\srv-calc-01\projects\2017\17-042"
@@ -39,7 +41,7 @@ CASES = [
     (r"C:\PGE383\data", None),
 ]
 
-PROBE = r'''
+PROBE = r"""
 import errno, json
 from cellar.rerender import vfs
 
@@ -65,7 +67,7 @@ def probe(pathmap, cases, data, root):
     results.append([blobs, reads, store.ids(), tampered[0], blobs[0] in tampered[1]])
     results.append(outcome(lambda: vfs.verify_blob(blobs[1], b"other bytes")))
     return results
-'''
+"""
 
 
 def _call(*values: object) -> str:

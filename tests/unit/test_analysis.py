@@ -94,12 +94,22 @@ def test_stemmers_are_snowballstemmers_own_without_the_rest_of_the_package():
         "print(sorted(m for m in sys.modules if 'stemmer' in m or 'snowball' in m))"
     )
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
-    assert loaded.strip() == str(["cellar._snowball", "cellar._snowball.among", "cellar._snowball.basestemmer",
-                                  "cellar._snowball.dutch_stemmer", "cellar._snowball.english_stemmer"])
+    assert loaded.strip() == str(
+        [
+            "cellar._snowball",
+            "cellar._snowball.among",
+            "cellar._snowball.basestemmer",
+            "cellar._snowball.dutch_stemmer",
+            "cellar._snowball.english_stemmer",
+        ]
+    )
     import snowballstemmer
+
     from cellar.retrieval.analysis import _stemmer
 
-    words = "pumps pumping pressures generalizations leidingen berekening schakelaars ballasttanks kortsluitstroom".split()
+    words = (
+        "pumps pumping pressures generalizations leidingen berekening schakelaars ballasttanks kortsluitstroom".split()
+    )
     for language in ("english", "dutch"):
         assert list(map(_stemmer(language), words)) == snowballstemmer.stemmer(language).stemWords(words)
 

@@ -47,14 +47,18 @@ def flip_one_byte(path: Path) -> None:
     path.write_bytes(bytes(data))
 
 
-@pytest.mark.parametrize("victim", ["pyodide.asm.wasm", "numpy-2.0.2-cp312-cp312-pyodide_2024_0_wasm32.whl",
-                                    "pyodide-lock.json"])
+@pytest.mark.parametrize(
+    "victim", ["pyodide.asm.wasm", "numpy-2.0.2-cp312-cp312-pyodide_2024_0_wasm32.whl", "pyodide-lock.json"]
+)
 def test_a_flipped_byte_in_the_cached_runtime_stops_the_build_naming_the_file(cache_copy, victim):
     path = cache_copy / f"pyodide-{build.PYODIDE_VERSION}" / victim
     flip_one_byte(path)
-    result = subprocess.run([sys.executable, str(ROOT / "build.py"), "runtime"],
-                            env={**os.environ, "CELLAR_CACHE": str(cache_copy)},
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "build.py"), "runtime"],
+        env={**os.environ, "CELLAR_CACHE": str(cache_copy)},
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 1
     assert str(path) in result.stderr
     assert "SHA-256 mismatch" in result.stderr

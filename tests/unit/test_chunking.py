@@ -1,4 +1,5 @@
-"""cellar.ingest.chunking: word windows, the coverage audit, and typed chunks that cite exact characters."""
+"""cellar.ingest.chunking and the modules it draws on (windows, code_facts, metadata, discovery,
+chunks, outputs): word windows, the coverage audit, and typed chunks that cite exact characters."""
 
 from __future__ import annotations
 
@@ -14,26 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from cellar.ingest.chunking import (
-    KINDS,
-    audit,
-    chunk_document,
-    chunk_file,
-    chunk_notebook,
-    code_facts,
-    coverage,
-    document_meta,
-    find_documents,
-    headings,
-    original_text,
-    parse_rules,
-    python_source,
-    span_coverage,
-    window_ranges,
-    word_windows,
-)
+from cellar.ingest.chunking import chunk_document, chunk_file, chunk_notebook, coverage, headings
+from cellar.ingest.chunks import original_text
+from cellar.ingest.code_facts import code_facts, python_source
+from cellar.ingest.discovery import find_documents
+from cellar.ingest.metadata import document_meta, parse_rules
 from cellar.ingest.notebook import NotebookError, NotebookWarning, load_notebook, read_notebook
 from cellar.ingest.provenance import snapshot
+from cellar.ingest.windows import audit, span_coverage, window_ranges, word_windows
+from cellar.records import KINDS
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 NOTEBOOKS = FIXTURES / "notebooks"
@@ -178,8 +168,10 @@ def test_code_facts_names_definitions_imports_and_the_last_expression():
     assert names == ["np", "u", "nearest_pipe", "class Tank", "mass()", "handle", "a", "b", "c", "i", "total", "self.x"]
     assert [name for _, name in facts.imports] == ["numpy", "fluids.units"]
     assert facts.last_expression == "mass(3)"
-    assert all(source[at:].startswith(("import", "from", "class", "def", "with", "a,", "for", "total", "self"))
-               for at, _ in facts.defines)
+    assert all(
+        source[at:].startswith(("import", "from", "class", "def", "with", "a,", "for", "total", "self"))
+        for at, _ in facts.defines
+    )
 
 
 def test_python_2_code_falls_back_to_a_line_based_guess():
@@ -253,8 +245,13 @@ def test_dataframe_outputs_become_tables():
 
 def test_a_plot_is_described_by_its_labels_and_the_markdown_above():
     plot = next(chunk for chunk in chunks_of("ballast_v4.ipynb") if chunk.kind == "plot")
-    for words in ("title: GZ curve", "x axis: heel [deg]", "y axis: GZ [m]", "legend: loaded, ballast",
-                  "The righting lever against heel angle"):
+    for words in (
+        "title: GZ curve",
+        "x axis: heel [deg]",
+        "y axis: GZ [m]",
+        "legend: loaded, ballast",
+        "The righting lever against heel angle",
+    ):
         assert words in plot.text
     assert plot.quote.startswith("ax.plot(") and plot.quote.endswith("ax.set_ylabel(f'GZ [m]')")
     assert (plot.meta["mime"], plot.meta["field"], plot.output) == ("image/png", "source", 0)
@@ -265,7 +262,9 @@ def test_a_plot_is_described_by_its_labels_and_the_markdown_above():
 def test_errors_and_streams_lose_their_terminal_colours():
     chunks = chunks_of("ballast_v4.ipynb")
     error = next(chunk for chunk in chunks if chunk.kind == "error")
-    assert error.text == "NameError: name 'area' is not defined\nCell In[8], line 1\n----> 1 draft = ballast_total / area"
+    assert (
+        error.text == "NameError: name 'area' is not defined\nCell In[8], line 1\n----> 1 draft = ballast_total / area"
+    )
     assert (error.meta["error"], error.meta["ename"], error.quote) == (True, "NameError", "name 'area' is not defined")
     stderr = next(chunk for chunk in chunks if chunk.meta.get("name") == "stderr")
     assert stderr.text == "CPU times: user 1 ms" and stderr.quote.startswith("\x1b[31m")
@@ -302,8 +301,14 @@ def test_long_markdown_is_windowed_under_the_heading_of_each_window():
 
 def test_notebook_metadata_and_rules_reach_every_chunk():
     chunks = chunks_of("ballast_v4.ipynb")
-    expected = {"project": "17-042", "author": "J. de Vries", "year": 2017, "vessel_class": "130 m general cargo",
-                "tags": ["ballast", "stability"], "deprecated": False}
+    expected = {
+        "project": "17-042",
+        "author": "J. de Vries",
+        "year": 2017,
+        "vessel_class": "130 m general cargo",
+        "tags": ["ballast", "stability"],
+        "deprecated": False,
+    }
     assert all(expected.items() <= chunk.meta.items() for chunk in chunks)
     rules = parse_rules([
         {"pattern": r"(^|/)(?P<year>(19|20)\d\d)/", "meta": {"tags": ["archive"]}},

@@ -9,8 +9,7 @@ from cellar.ingest.provenance import revision
 
 
 def test_version_is_the_package_version():
-    result = subprocess.run([sys.executable, "-m", "cellar", "--version"],
-                            capture_output=True, text=True, check=True)
+    result = subprocess.run([sys.executable, "-m", "cellar", "--version"], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == f"cellar {cellar.__version__}"
 
 

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from cellar.rerender import compare
 from cellar.ingest.notebook import read_notebook
+from cellar.rerender import compare
 
 SANITIZERS = compare.compile_sanitizers()
 
@@ -28,14 +28,23 @@ def error(ename: str, evalue: str) -> dict:
 
 
 def image(png: bytes) -> dict:
-    return {"output_type": "display_data", "metadata": {},
-            "data": {"image/png": base64.b64encode(png).decode(), "text/plain": "<Figure>"}}
+    return {
+        "output_type": "display_data",
+        "metadata": {},
+        "data": {"image/png": base64.b64encode(png).decode(), "text/plain": "<Figure>"},
+    }
 
 
 def notebook(*cells: list[dict]) -> object:
-    raw = {"nbformat": 4, "nbformat_minor": 4, "metadata": {}, "cells": [
-        {"cell_type": "code", "source": f"cell{i}", "metadata": {}, "execution_count": i + 1,
-         "outputs": outputs} for i, outputs in enumerate(cells)]}
+    raw = {
+        "nbformat": 4,
+        "nbformat_minor": 4,
+        "metadata": {},
+        "cells": [
+            {"cell_type": "code", "source": f"cell{i}", "metadata": {}, "execution_count": i + 1, "outputs": outputs}
+            for i, outputs in enumerate(cells)
+        ],
+    }
     return read_notebook(json.dumps(raw).encode(), "nb.ipynb")
 
 
@@ -61,11 +70,16 @@ def test_equal_outputs_are_clean_whatever_the_volatile_fields():
 
 
 def test_paths_timestamps_and_timings_are_sanitised():
-    saved = notebook([stream("/usr/lib/python3.11/site-packages/pint/x.py:3: Warning\n", "stderr"),
-                      stream("CPU times: user 2 ms, sys: 0 ns, total: 2 ms\nWall time: 3 ms\n"),
-                      result("'2019-03-01 12:00:01'")])
-    fresh = notebook([stream("/lib/python3.12/site-packages/pint/x.py:3: Warning\n", "stderr"),
-                      result("'2026-11-29T20:13:18.5'")])
+    saved = notebook(
+        [
+            stream("/usr/lib/python3.11/site-packages/pint/x.py:3: Warning\n", "stderr"),
+            stream("CPU times: user 2 ms, sys: 0 ns, total: 2 ms\nWall time: 3 ms\n"),
+            result("'2019-03-01 12:00:01'"),
+        ]
+    )
+    fresh = notebook(
+        [stream("/lib/python3.12/site-packages/pint/x.py:3: Warning\n", "stderr"), result("'2026-11-29T20:13:18.5'")]
+    )
     assert compare.compare_notebooks(saved, fresh).status == "clean"
 
 
@@ -89,8 +103,10 @@ def test_missing_and_new_outputs_are_aligned_not_shifted():
 
 def test_a_new_error_makes_the_notebook_stale_with_its_reason():
     saved = notebook([result("7.42")], [stream("ok\n")])
-    fresh = notebook([error("NotInPathMap", "not in the archive's path map: 'x.csv'")],
-                     [error("NameError", "name 'df' is not defined")])
+    fresh = notebook(
+        [error("NotInPathMap", "not in the archive's path map: 'x.csv'")],
+        [error("NameError", "name 'df' is not defined")],
+    )
     comparison = compare.compare_notebooks(saved, fresh)
     assert comparison.status == "stale"
     assert comparison.reason == "cell 0: NotInPathMap: not in the archive's path map: 'x.csv'"
@@ -115,7 +131,9 @@ def test_dataframes_compare_by_text_not_by_their_styled_html():
 def test_archive_sanitizers_are_applied_and_bad_ones_refused():
     saved, fresh = notebook([stream("run 4711\n")]), notebook([stream("run 4712\n")])
     assert compare.compare_notebooks(saved, fresh).status == "drifted"
-    assert compare.compare_notebooks(saved, fresh, compare.compile_sanitizers([[r"run \d+", "run N"]])).status == "clean"
+    assert (
+        compare.compare_notebooks(saved, fresh, compare.compile_sanitizers([[r"run \d+", "run N"]])).status == "clean"
+    )
     with pytest.raises(ValueError, match="not a valid regex"):
         compare.compile_sanitizers([["(", ""]])
 

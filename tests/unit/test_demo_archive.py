@@ -91,6 +91,7 @@ def make_archive():
 
 # -- notebooks ---------------------------------------------------------------------------------
 
+
 def test_the_archive_holds_12_to_14_notebooks():
     assert 12 <= len(NOTEBOOKS) <= 14
 
@@ -117,8 +118,16 @@ def test_execution_counts_run_from_one_in_cell_order(path):
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=rel)
 def test_metadata_cellar_is_complete_and_matches_the_folder(path):
     meta = cellar(path)
-    expected_types = {"project": str, "author": str, "year": int, "vessel_class": str, "title": str,
-                      "tags": list, "deprecated": bool, "designed_status": str}
+    expected_types = {
+        "project": str,
+        "author": str,
+        "year": int,
+        "vessel_class": str,
+        "title": str,
+        "tags": list,
+        "deprecated": bool,
+        "designed_status": str,
+    }
     for key, kind in expected_types.items():
         assert isinstance(meta.get(key), kind), f"{rel(path)}: metadata.cellar.{key}"
         assert meta[key] or kind is bool, f"{rel(path)}: metadata.cellar.{key} is empty"
@@ -179,15 +188,24 @@ def test_some_notebooks_are_written_in_dutch():
 def test_ballast_notebook_reads_the_unc_tank_table_and_saves_the_group_volumes():
     path = ARCHIVE / "2017/17-042 Ballast/ballast_tanks_17042.ipynb"
     assert r"\\srv-calc-01\projects\2017\17-042\inputs\tanks_17042c.csv" in code_of(path)
-    tables = [out.data["text/plain"] for cell in load(path).cells for out in cell.get("outputs", [])
-              if "text/html" in out.get("data", {})]
+    tables = [
+        out.data["text/plain"]
+        for cell in load(path).cells
+        for out in cell.get("outputs", [])
+        if "text/html" in out.get("data", {})
+    ]
     assert any(all(v in t for v in ("aft", "1284.6", "forepeak", "412.1", "midship", "2106.3")) for t in tables)
-    scalars = [out.data["text/plain"] for cell in load(path).cells for out in cell.get("outputs", [])
-               if out.output_type == "execute_result" and "text/html" not in out.data]
+    scalars = [
+        out.data["text/plain"]
+        for cell in load(path).cells
+        for out in cell.get("outputs", [])
+        if out.output_type == "execute_result" and "text/html" not in out.data
+    ]
     assert scalars == [str(round(1284.6 + 412.1 + 2106.3, 1))]
 
 
 # -- path map and blobs ------------------------------------------------------------------------
+
 
 def test_pathmap_has_the_agreed_format():
     mapping = pathmap()
@@ -229,9 +247,11 @@ def test_every_mapped_path_is_one_a_notebook_spells():
     code = {rel(path): code_of(path) for path in NOTEBOOKS}
     for key in mapping["files"]:
         if key.startswith("/"):  # relative: "/<notebook folder>/<path as written>"
-            assert any(key.startswith(f"/{Path(nb).parent.as_posix()}/")
-                       and key.removeprefix(f"/{Path(nb).parent.as_posix()}/") in source
-                       for nb, source in code.items()), key
+            assert any(
+                key.startswith(f"/{Path(nb).parent.as_posix()}/")
+                and key.removeprefix(f"/{Path(nb).parent.as_posix()}/") in source
+                for nb, source in code.items()
+            ), key
         else:
             assert any(key in source for source in code.values()), key
     for prefix, entries in mapping["trees"].items():
@@ -268,6 +288,7 @@ def test_cellar_vfs_resolves_what_each_notebook_reads_from_its_own_folder():
 
 
 # -- environment, README and generator -----------------------------------------------------------
+
 
 def test_requirements_pin_exactly_the_third_party_imports():
     lines = (ARCHIVE / "requirements.txt").read_text().split()

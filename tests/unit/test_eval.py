@@ -9,12 +9,23 @@ from pathlib import Path
 import pytest
 
 from cellar.cli import main
-from cellar.retrieval.search import judge, scorecard
+from cellar.retrieval.evaluation import judge, scorecard
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "demo"
-KEYS = {"n", "notebook_hit@1", "notebook_hit@3", "notebook_hit@5", "cell_hit@5", "mrr",
-        "refusal_recall", "false_refusal_rate", "by_kind", "by_lang", "latency_ms"}
+KEYS = {
+    "n",
+    "notebook_hit@1",
+    "notebook_hit@3",
+    "notebook_hit@5",
+    "cell_hit@5",
+    "mrr",
+    "refusal_recall",
+    "false_refusal_rate",
+    "by_kind",
+    "by_lang",
+    "latency_ms",
+}
 
 
 def answer(paths_cells: list[tuple[str, int]], refused: bool = False) -> dict:

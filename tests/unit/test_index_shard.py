@@ -81,7 +81,9 @@ def test_shard_opens_from_bytes(built):
     assert shard.fragment(0)[0]["id"] == built.index.chunks[0]["id"]
 
 
-@pytest.mark.parametrize("name", ["manifest.json", "vectors.npy", "bm25_data.npy", "chunk_cell.npy", "fragments/0.json"])
+@pytest.mark.parametrize(
+    "name", ["manifest.json", "vectors.npy", "bm25_data.npy", "chunk_cell.npy", "fragments/0.json"]
+)
 def test_flipped_byte_is_refused_naming_the_file(shard_dir, name):
     target = shard_dir / name
     data = bytearray(target.read_bytes())
@@ -131,7 +133,18 @@ def test_missing_shard_is_refused(tmp_path):
 def test_build_index_rejects_no_records_and_unknown_status(model):
     with pytest.raises(ValueError, match="no chunk records"):
         build_index([], model)
-    record = {"id": "a", "kind": "text", "path": "a.txt", "cell": None, "output": None, "revision": "r",
-              "quote": "x", "start": 0, "end": 1, "text": "x", "meta": {}}
+    record = {
+        "id": "a",
+        "kind": "text",
+        "path": "a.txt",
+        "cell": None,
+        "output": None,
+        "revision": "r",
+        "quote": "x",
+        "start": 0,
+        "end": 1,
+        "text": "x",
+        "meta": {},
+    }
     with pytest.raises(ValueError, match="unknown status"):
         build_index([record], model, renders={"a.txt": Render("broken")})

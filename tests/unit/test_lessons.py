@@ -43,10 +43,12 @@ ALL_CHECKPOINTS = [pair for folder in LESSONS for pair in checkpoints_of(folder)
 
 def test_both_lessons_ship_in_order():
     assert [load_lesson(folder).id for folder in LESSONS] == ["passages", "embedding-lab"]
-    assert [c.id for c in load_lesson(PASSAGES).checkpoints] == [
-        "document_snapshots", "word_chunks", "chunk_coverage"]
+    assert [c.id for c in load_lesson(PASSAGES).checkpoints] == ["document_snapshots", "word_chunks", "chunk_coverage"]
     assert [c.id for c in load_lesson(EMBEDDING_LAB).checkpoints] == [
-        "cosine_similarity", "top_k", "reciprocal_rank_fusion"]
+        "cosine_similarity",
+        "top_k",
+        "reciprocal_rank_fusion",
+    ]
 
 
 @pytest.mark.parametrize("folder", LESSONS, ids=lambda folder: folder.name)
@@ -54,8 +56,7 @@ def test_shipped_lesson_validates(folder):
     assert validate_lesson(folder) == []
 
 
-@pytest.mark.parametrize("folder, checkpoint_id", ALL_CHECKPOINTS,
-                         ids=[f"{f.name}:{c}" for f, c in ALL_CHECKPOINTS])
+@pytest.mark.parametrize("folder, checkpoint_id", ALL_CHECKPOINTS, ids=[f"{f.name}:{c}" for f, c in ALL_CHECKPOINTS])
 def test_solution_passes_and_starter_fails_with_not_written_yet(folder, checkpoint_id):
     lesson = load_lesson(folder)
     assert check(lesson, checkpoint_id, lesson.solution).passed
@@ -67,8 +68,15 @@ def test_solution_passes_and_starter_fails_with_not_written_yet(folder, checkpoi
 
 def test_lesson_from_files_is_what_the_browser_loads():
     files = read_lesson_files(PASSAGES)
-    assert {"lesson.en.md", "lesson.nl.md", "main.py", "solution.py", "checkpoints.toml",
-            "checks.py", "widget.json"} <= set(files)
+    assert {
+        "lesson.en.md",
+        "lesson.nl.md",
+        "main.py",
+        "solution.py",
+        "checkpoints.toml",
+        "checks.py",
+        "widget.json",
+    } <= set(files)
     lesson = lesson_from_files(files)
     assert lesson == replace(load_lesson(PASSAGES), source="<lesson>")
     assert lesson.pages["nl"].title.startswith("Knip bronnen in passages")
@@ -94,84 +102,259 @@ def test_lab_data_has_the_same_passages_and_queries_in_both_languages():
 # (lesson, what the mutant gets wrong, text in solution.py, its replacement,
 #  the checkpoints that must fail, words the first failing message must contain)
 MUTANTS = [
-    (PASSAGES, "strips the text", '"text": text, "revision"', '"text": text.strip(), "revision"',
-     {"document_snapshots"}, "snapshot 0 has text 'A  B\\nC D E F G H'; expected '  A  B\\nC D E F G H  ', exactly as given"),
-    (PASSAGES, "accepts an id ending in a newline", "ID_PATTERN.fullmatch(doc_id)",
-     're.match(r"[A-Za-z0-9_-]{1,40}$", doc_id)', {"document_snapshots"}, "ends with a newline"),
-    (PASSAGES, "accepts duplicate ids", "if len(set(ids)) != len(ids):", "if False:",
-     {"document_snapshots"}, "the ids 'd' and 'd' are the same"),
-    (PASSAGES, "allows 33 records", "len(records) <= MAX_RECORDS", "len(records) <= MAX_RECORDS + 1",
-     {"document_snapshots"}, "there are 33 records"),
-    (PASSAGES, "allows a 101-character title", 'require_text("title", title, MAX_TITLE)',
-     'require_text("title", title, MAX_TITLE + 1)', {"document_snapshots"}, "101 characters"),
-    (PASSAGES, "allows a 20,001-character text", 'require_text("text", text, MAX_TEXT)',
-     'require_text("text", text, MAX_TEXT + 1)', {"document_snapshots"}, "20,001 characters"),
-    (PASSAGES, "hashes lone surrogates", 'text.encode("utf-8")', 'text.encode("utf-8", "surrogatepass")',
-     {"document_snapshots"}, "lone surrogate"),
-    (PASSAGES, "accepts a bool window", "type(window) is not int", "not isinstance(window, int)",
-     {"word_chunks"}, "window True is a bool"),
-    (PASSAGES, "accepts a negative overlap", "not 0 <= overlap < window", "not overlap < window",
-     {"word_chunks"}, "overlap -1 is below 0"),
-    (PASSAGES, "ends each window a word early", "last = min(first + window, len(words))",
-     "last = min(first + window - 1, len(words))", {"word_chunks"}, "has word_end 3; expected 4"),
-    (PASSAGES, "ends each chunk one character late", "words[last - 1][1]\n",
-     "words[last - 1][1] + 1\n", {"word_chunks"},
-     "chunk 0 (d:0) has end 11; expected 10 (just after word 3: end is exclusive)"),
-    (PASSAGES, "does not stop at the chunk that reaches the last word",
-     "        if last == len(words):", "        if False:",
-     {"word_chunks"}, "overlap=8 returned 4 chunks; expected 3 (log:0, log:32, log:64)"),
-    (PASSAGES, "trusts the revision", 'if document["revision"] != fresh["revision"]:', "if False:",
-     {"word_chunks", "chunk_coverage"}, "revision no longer matches"),
-    (PASSAGES, "divides duplication by all words",
-     "occurrences / covered_words if covered_words", "occurrences / len(words) if covered_words",
-     {"chunk_coverage"}, "returned duplication_factor 0.75; expected 1.0"),
-    (PASSAGES, "divides by zero without chunks",
-     "occurrences / covered_words if covered_words else None", "occurrences / covered_words",
-     {"chunk_coverage"}, "raised ZeroDivisionError: division by zero (main.py, line"),
-    (PASSAGES, "trusts a tampered chunk text", 'if chunk["text"] != document["text"][start:end]:',
-     "if False:", {"chunk_coverage"}, "text 'D E F X' is not the source's text[9:16]"),
-    (PASSAGES, "checks the text but not the offsets",
-     "if (start, end) != (words[first][0], words[last - 1][1]):", "if False:",
-     {"chunk_coverage"}, "in the spaces before its first word"),
-    (PASSAGES, "accepts bool offsets", "type(position) is not int", "not isinstance(position, int)",
-     {"chunk_coverage"}, "word_end True, a bool"),
-    (PASSAGES, "allows 20,001 chunks", "len(chunks) > MAX_CHUNKS", "len(chunks) > MAX_CHUNKS + 1",
-     {"chunk_coverage"}, "20,001 chunks"),
-    (PASSAGES, "accepts duplicate chunk ids", 'if chunk["id"] in seen:', "if False:",
-     {"chunk_coverage"}, "the id d:0 occurs twice"),
-    (PASSAGES, "accepts chunks of another document", 'chunk["document_id"] != document["id"] or ', "",
-     {"chunk_coverage"}, "comes from document e"),
-    (EMBEDDING_LAB, "lets zero vectors give nan",
-     "np.divide(rows, norms, out=np.zeros_like(rows), where=norms > 0)", "rows / norms",
-     {"cosine_similarity", "top_k"}, "zero vector"),
-    (EMBEDDING_LAB, "returns a 1x5 matrix for a vector and a matrix",
-     "    if a_is_vector:\n        return similarities[0]\n", "",
-     {"cosine_similarity"}, "returned an array of shape (1, 5); expected shape (5,)"),
-    (EMBEDDING_LAB, "accepts a vector without components", "or array.shape[-1] == 0", "",
-     {"cosine_similarity"}, "the vectors have no components"),
-    (EMBEDDING_LAB, "reverses ties", 'np.argsort(-scores, kind="stable")[:k]',
-     'np.argsort(scores, kind="stable")[::-1][:k]', {"top_k"}, "ranks [4, 3, 1, 2, 0]"),
-    (EMBEDDING_LAB, "refuses a k larger than the number of rows",
-     "    order = np.argsort", "    if k > len(scores):\n        raise ValueError('k too large')\n    order = np.argsort",
-     {"top_k"}, "k larger than the number of rows) raised ValueError: k too large"),
-    (EMBEDDING_LAB, "accepts a bool k in top_k", "type(k) is not int or k < 1", "not isinstance(k, int) or k < 1",
-     {"top_k"}, "k True is a bool"),
-    (EMBEDDING_LAB, "counts ranks from 0", "enumerate(ranking, start=1)", "enumerate(ranking)",
-     {"reciprocal_rank_fusion"}, "'a' has score 0.03306010928961749; expected 0.03252247488101534"),
-    (EMBEDDING_LAB, "breaks ties alphabetically", "key=lambda pair: -pair[1]",
-     "key=lambda pair: (-pair[1], str(pair[0]))", {"reciprocal_rank_fusion"},
-     "ranks ['b', 'd', 'a', 'c']; expected ['d', 'b', 'c', 'a']"),
-    (EMBEDDING_LAB, "accepts a negative k", "type(k) is not int or k < 0", "type(k) is not int",
-     {"reciprocal_rank_fusion"}, "k -1 is below 0"),
-    (EMBEDDING_LAB, "accepts an id twice in a ranking", "if len(set(ranking)) != len(ranking):", "if False:",
-     {"reciprocal_rank_fusion"}, "the id 'a' occurs twice in one ranking"),
+    (
+        PASSAGES,
+        "strips the text",
+        '"text": text, "revision"',
+        '"text": text.strip(), "revision"',
+        {"document_snapshots"},
+        "snapshot 0 has text 'A  B\\nC D E F G H'; expected '  A  B\\nC D E F G H  ', exactly as given",
+    ),
+    (
+        PASSAGES,
+        "accepts an id ending in a newline",
+        "ID_PATTERN.fullmatch(doc_id)",
+        're.match(r"[A-Za-z0-9_-]{1,40}$", doc_id)',
+        {"document_snapshots"},
+        "ends with a newline",
+    ),
+    (
+        PASSAGES,
+        "accepts duplicate ids",
+        "if len(set(ids)) != len(ids):",
+        "if False:",
+        {"document_snapshots"},
+        "the ids 'd' and 'd' are the same",
+    ),
+    (
+        PASSAGES,
+        "allows 33 records",
+        "len(records) <= MAX_RECORDS",
+        "len(records) <= MAX_RECORDS + 1",
+        {"document_snapshots"},
+        "there are 33 records",
+    ),
+    (
+        PASSAGES,
+        "allows a 101-character title",
+        'require_text("title", title, MAX_TITLE)',
+        'require_text("title", title, MAX_TITLE + 1)',
+        {"document_snapshots"},
+        "101 characters",
+    ),
+    (
+        PASSAGES,
+        "allows a 20,001-character text",
+        'require_text("text", text, MAX_TEXT)',
+        'require_text("text", text, MAX_TEXT + 1)',
+        {"document_snapshots"},
+        "20,001 characters",
+    ),
+    (
+        PASSAGES,
+        "hashes lone surrogates",
+        'text.encode("utf-8")',
+        'text.encode("utf-8", "surrogatepass")',
+        {"document_snapshots"},
+        "lone surrogate",
+    ),
+    (
+        PASSAGES,
+        "accepts a bool window",
+        "type(window) is not int",
+        "not isinstance(window, int)",
+        {"word_chunks"},
+        "window True is a bool",
+    ),
+    (
+        PASSAGES,
+        "accepts a negative overlap",
+        "not 0 <= overlap < window",
+        "not overlap < window",
+        {"word_chunks"},
+        "overlap -1 is below 0",
+    ),
+    (
+        PASSAGES,
+        "ends each window a word early",
+        "last = min(first + window, len(words))",
+        "last = min(first + window - 1, len(words))",
+        {"word_chunks"},
+        "has word_end 3; expected 4",
+    ),
+    (
+        PASSAGES,
+        "ends each chunk one character late",
+        "words[last - 1][1]\n",
+        "words[last - 1][1] + 1\n",
+        {"word_chunks"},
+        "chunk 0 (d:0) has end 11; expected 10 (just after word 3: end is exclusive)",
+    ),
+    (
+        PASSAGES,
+        "does not stop at the chunk that reaches the last word",
+        "        if last == len(words):",
+        "        if False:",
+        {"word_chunks"},
+        "overlap=8 returned 4 chunks; expected 3 (log:0, log:32, log:64)",
+    ),
+    (
+        PASSAGES,
+        "trusts the revision",
+        'if document["revision"] != fresh["revision"]:',
+        "if False:",
+        {"word_chunks", "chunk_coverage"},
+        "revision no longer matches",
+    ),
+    (
+        PASSAGES,
+        "divides duplication by all words",
+        "occurrences / covered_words if covered_words",
+        "occurrences / len(words) if covered_words",
+        {"chunk_coverage"},
+        "returned duplication_factor 0.75; expected 1.0",
+    ),
+    (
+        PASSAGES,
+        "divides by zero without chunks",
+        "occurrences / covered_words if covered_words else None",
+        "occurrences / covered_words",
+        {"chunk_coverage"},
+        "raised ZeroDivisionError: division by zero (main.py, line",
+    ),
+    (
+        PASSAGES,
+        "trusts a tampered chunk text",
+        'if chunk["text"] != document["text"][start:end]:',
+        "if False:",
+        {"chunk_coverage"},
+        "text 'D E F X' is not the source's text[9:16]",
+    ),
+    (
+        PASSAGES,
+        "checks the text but not the offsets",
+        "if (start, end) != (words[first][0], words[last - 1][1]):",
+        "if False:",
+        {"chunk_coverage"},
+        "in the spaces before its first word",
+    ),
+    (
+        PASSAGES,
+        "accepts bool offsets",
+        "type(position) is not int",
+        "not isinstance(position, int)",
+        {"chunk_coverage"},
+        "word_end True, a bool",
+    ),
+    (
+        PASSAGES,
+        "allows 20,001 chunks",
+        "len(chunks) > MAX_CHUNKS",
+        "len(chunks) > MAX_CHUNKS + 1",
+        {"chunk_coverage"},
+        "20,001 chunks",
+    ),
+    (
+        PASSAGES,
+        "accepts duplicate chunk ids",
+        'if chunk["id"] in seen:',
+        "if False:",
+        {"chunk_coverage"},
+        "the id d:0 occurs twice",
+    ),
+    (
+        PASSAGES,
+        "accepts chunks of another document",
+        'chunk["document_id"] != document["id"] or ',
+        "",
+        {"chunk_coverage"},
+        "comes from document e",
+    ),
+    (
+        EMBEDDING_LAB,
+        "lets zero vectors give nan",
+        "np.divide(rows, norms, out=np.zeros_like(rows), where=norms > 0)",
+        "rows / norms",
+        {"cosine_similarity", "top_k"},
+        "zero vector",
+    ),
+    (
+        EMBEDDING_LAB,
+        "returns a 1x5 matrix for a vector and a matrix",
+        "    if a_is_vector:\n        return similarities[0]\n",
+        "",
+        {"cosine_similarity"},
+        "returned an array of shape (1, 5); expected shape (5,)",
+    ),
+    (
+        EMBEDDING_LAB,
+        "accepts a vector without components",
+        "or array.shape[-1] == 0",
+        "",
+        {"cosine_similarity"},
+        "the vectors have no components",
+    ),
+    (
+        EMBEDDING_LAB,
+        "reverses ties",
+        'np.argsort(-scores, kind="stable")[:k]',
+        'np.argsort(scores, kind="stable")[::-1][:k]',
+        {"top_k"},
+        "ranks [4, 3, 1, 2, 0]",
+    ),
+    (
+        EMBEDDING_LAB,
+        "refuses a k larger than the number of rows",
+        "    order = np.argsort",
+        "    if k > len(scores):\n        raise ValueError('k too large')\n    order = np.argsort",
+        {"top_k"},
+        "k larger than the number of rows) raised ValueError: k too large",
+    ),
+    (
+        EMBEDDING_LAB,
+        "accepts a bool k in top_k",
+        "type(k) is not int or k < 1",
+        "not isinstance(k, int) or k < 1",
+        {"top_k"},
+        "k True is a bool",
+    ),
+    (
+        EMBEDDING_LAB,
+        "counts ranks from 0",
+        "enumerate(ranking, start=1)",
+        "enumerate(ranking)",
+        {"reciprocal_rank_fusion"},
+        "'a' has score 0.03306010928961749; expected 0.03252247488101534",
+    ),
+    (
+        EMBEDDING_LAB,
+        "breaks ties alphabetically",
+        "key=lambda pair: -pair[1]",
+        "key=lambda pair: (-pair[1], str(pair[0]))",
+        {"reciprocal_rank_fusion"},
+        "ranks ['b', 'd', 'a', 'c']; expected ['d', 'b', 'c', 'a']",
+    ),
+    (
+        EMBEDDING_LAB,
+        "accepts a negative k",
+        "type(k) is not int or k < 0",
+        "type(k) is not int",
+        {"reciprocal_rank_fusion"},
+        "k -1 is below 0",
+    ),
+    (
+        EMBEDDING_LAB,
+        "accepts an id twice in a ranking",
+        "if len(set(ranking)) != len(ranking):",
+        "if False:",
+        {"reciprocal_rank_fusion"},
+        "the id 'a' occurs twice in one ranking",
+    ),
 ]
 
 
-@pytest.mark.parametrize("folder, wrong, old, new, failing, words", MUTANTS,
-                         ids=[mutant[1] for mutant in MUTANTS])
-def test_a_solution_wrong_in_one_rule_fails_that_checkpoint_readably(folder, wrong, old, new,
-                                                                      failing, words):
+@pytest.mark.parametrize("folder, wrong, old, new, failing, words", MUTANTS, ids=[mutant[1] for mutant in MUTANTS])
+def test_a_solution_wrong_in_one_rule_fails_that_checkpoint_readably(folder, wrong, old, new, failing, words):
     lesson = load_lesson(folder)
     assert lesson.solution.count(old) == 1, f"mutation target not found in {folder.name}/solution.py"
     verdicts = check_all(lesson, lesson.solution.replace(old, new))
@@ -210,8 +393,10 @@ def test_code_that_fails_on_loading_is_reported_before_any_check():
     lesson = load_lesson(PASSAGES)
     verdict = check(lesson, "word_chunks", "import re\nwindow = undefined_name\n")
     assert not verdict.passed
-    assert verdict.message == ("main.py stopped before the check could start: "
-                               "NameError: name 'undefined_name' is not defined (main.py, line 2)")
+    assert verdict.message == (
+        "main.py stopped before the check could start: "
+        "NameError: name 'undefined_name' is not defined (main.py, line 2)"
+    )
 
 
 def test_a_missing_function_is_named():
@@ -314,23 +499,55 @@ BREAKAGES = [
     ("lesson.nl.md", "number = 1\n", "number = 3\n", "lesson.nl.md: number is 3 but lesson.en.md has 1"),
     ("lesson.en.md", "minutes = 35\n", "minutes = true\n", "lesson.en.md: minutes must be an integer, not True"),
     ("lesson.en.md", "+++\n\n# Cut", "\n# Cut", "lesson.en.md: front matter is not closed by a +++ line"),
-    ("lesson.en.md", 'next = "embedding-lab"', 'next = "passages"',
-     "lesson.nl.md: next is 'embedding-lab' but lesson.en.md has 'passages'"),
-    ("lesson.en.md", "prerequisites = []", 'prerequisites = ["embedding-lab"]',
-     "lesson.nl.md: prerequisites is () but lesson.en.md has ('embedding-lab',)"),
-    ("checkpoints.toml", 'check = "check_word_chunks"', 'check = "check_word_chunkz"',
-     "checks.py has no function check_word_chunkz"),
-    ("checkpoints.toml", 'title.nl = "Maak een momentopname van elk document"\n', "",
-     "checkpoints.toml: checkpoint 'document_snapshots': title needs exactly en, nl"),
-    ("checkpoints.toml", 'id = "chunk_coverage"', 'id = "word_chunks"',
-     "checkpoints.toml: checkpoint id 'word_chunks' occurs more than once"),
-    ("lesson.en.md", "## Your turn", "```python run\nprint(undefined_name)\n```\n\n## Your turn",
-     "lesson.en.md: runnable example 4 fails: NameError: name 'undefined_name' is not defined (example4.py, line 1)"),
+    (
+        "lesson.en.md",
+        'next = "embedding-lab"',
+        'next = "passages"',
+        "lesson.nl.md: next is 'embedding-lab' but lesson.en.md has 'passages'",
+    ),
+    (
+        "lesson.en.md",
+        "prerequisites = []",
+        'prerequisites = ["embedding-lab"]',
+        "lesson.nl.md: prerequisites is () but lesson.en.md has ('embedding-lab',)",
+    ),
+    (
+        "checkpoints.toml",
+        'check = "check_word_chunks"',
+        'check = "check_word_chunkz"',
+        "checks.py has no function check_word_chunkz",
+    ),
+    (
+        "checkpoints.toml",
+        'title.nl = "Maak een momentopname van elk document"\n',
+        "",
+        "checkpoints.toml: checkpoint 'document_snapshots': title needs exactly en, nl",
+    ),
+    (
+        "checkpoints.toml",
+        'id = "chunk_coverage"',
+        'id = "word_chunks"',
+        "checkpoints.toml: checkpoint id 'word_chunks' occurs more than once",
+    ),
+    (
+        "lesson.en.md",
+        "## Your turn",
+        "```python run\nprint(undefined_name)\n```\n\n## Your turn",
+        "lesson.en.md: runnable example 4 fails: NameError: name 'undefined_name' is not defined (example4.py, line 1)",
+    ),
     ("widget.json", '"widget": "chunk-explorer",', '"widget": "chunk-explorer"', "widget.json: not valid JSON"),
-    ("solution.py", '"text": text, "revision"', '"text": text.strip(), "revision"',
-     "solution.py fails checkpoint document_snapshots: document_snapshots(records) for the example"),
-    ("main.py", "import re\n", "import re\nre.compile(undefined_pattern)\n",
-     "main.py (the starter) does not load: NameError: name 'undefined_pattern' is not defined"),
+    (
+        "solution.py",
+        '"text": text, "revision"',
+        '"text": text.strip(), "revision"',
+        "solution.py fails checkpoint document_snapshots: document_snapshots(records) for the example",
+    ),
+    (
+        "main.py",
+        "import re\n",
+        "import re\nre.compile(undefined_pattern)\n",
+        "main.py (the starter) does not load: NameError: name 'undefined_pattern' is not defined",
+    ),
 ]
 
 
@@ -347,9 +564,11 @@ def test_prerequisites_and_next_must_follow_the_lesson_order(lessons_copy):
     for name in ("lesson.en.md", "lesson.nl.md"):
         edit(folder / name, "prerequisites = []", 'prerequisites = ["embedding-lab", "nowhere"]')
         edit(folder / name, 'next = "embedding-lab"', 'next = ""')
-    assert validate_lesson(folder) == ["prerequisite 'embedding-lab' is not an earlier lesson",
-                                       "prerequisite 'nowhere' is not an earlier lesson",
-                                       "next is ''; the following lesson is 'embedding-lab'"]
+    assert validate_lesson(folder) == [
+        "prerequisite 'embedding-lab' is not an earlier lesson",
+        "prerequisite 'nowhere' is not an earlier lesson",
+        "next is ''; the following lesson is 'embedding-lab'",
+    ]
 
 
 def test_a_starter_that_passes_is_reported(lessons_copy):

@@ -176,7 +176,10 @@ def test_invalid_fixtures_are_rejected_naming_file_and_problem(name, problem):
         (b"[1, 2]", "the top level must be a JSON object, not an array"),
         (b'{"nbformat": "4"}', "nbformat must be an integer, not a string"),
         (b'{"nbformat": 4, "nbformat_minor": 5, "metadata": {}}', "missing field 'cells'"),
-        (b'{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [3]}', "cells[0] must be an object, not an integer"),
+        (
+            b'{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [3]}',
+            "cells[0] must be an object, not an integer",
+        ),
         (
             b'{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [{"cell_type": "code", "metadata": {},'
             b' "source": "", "outputs": [], "execution_count": true}]}',

@@ -28,7 +28,7 @@ def test_lone_surrogate_is_a_value_error():
 
 def test_file_revision_matches_text_revision(tmp_path):
     path = tmp_path / "tanks.csv"
-    path.write_bytes("tank,volume\naft,1284.6\n".encode())
+    path.write_bytes(b"tank,volume\naft,1284.6\n")
     assert file_revision(path) == revision("tank,volume\naft,1284.6\n")
 
 

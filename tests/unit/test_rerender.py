@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from cellar.rerender import environment, vfs
-from cellar.ingest.chunking import chunk_file
 from cellar.cli import main
+from cellar.ingest.chunking import chunk_file
+from cellar.ingest.provenance import revision
+from cellar.rerender import environment, vfs
+from cellar.rerender.batch import find_notebooks, rerender
+from cellar.rerender.report import notebook_cwd, read_report, reason_key, summary
 from cellar.retrieval.embedding import default_model_dir, load_model
 from cellar.retrieval.index import build_index_from_directory
-from cellar.ingest.provenance import revision
-from cellar.rerender.batch import find_notebooks, notebook_cwd, read_report, reason_key, rerender, summary
 from cellar.retrieval.search import Searcher
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,7 +30,10 @@ def test_requirements_are_read_with_hashes_and_bad_lines_named(tmp_path):
     good = tmp_path / "requirements.txt"
     good.write_text("# pinned\nNumPy==2.0.2\npython_ternary==1.0.8 --hash=sha256:" + "a" * 64 + "\n\nCoolProp\n")
     assert [(r.name, r.version, len(r.hashes)) for r in environment.read_requirements(good)] == [
-        ("numpy", "2.0.2", 0), ("python-ternary", "1.0.8", 1), ("coolprop", None, 0)]
+        ("numpy", "2.0.2", 0),
+        ("python-ternary", "1.0.8", 1),
+        ("coolprop", None, 0),
+    ]
     bad = tmp_path / "bad.txt"
     bad.write_text("numpy==2.0.2\n-e ../src\n")
     with pytest.raises(environment.RequirementsError, match=r"bad.txt:2: not a requirement"):
@@ -56,13 +60,16 @@ def test_requirements_resolve_to_runtime_builds_cached_wheels_or_a_reason(site, 
 def test_notebooks_importing_an_unavailable_requirement_are_blocked_with_the_reason():
     env = environment.Environment(unavailable={"coolprop": "no WebAssembly build: ..."})
     assert environment.blocking_requirement(["%matplotlib inline\nfrom CoolProp.CoolProp import PropsSI"], env) == (
-        "requirement coolprop: no WebAssembly build: ...")
+        "requirement coolprop: no WebAssembly build: ..."
+    )
     assert environment.blocking_requirement(["import numpy as np\n!pip install CoolProp"], env) is None
     # a library that imports it itself is caught when the run fails
     assert environment.attribute_failure("cell 3: ValueError: CoolProp is not installed", env) == (
-        "requirement coolprop: no WebAssembly build: ... (cell 3: ValueError: CoolProp is not installed)")
+        "requirement coolprop: no WebAssembly build: ... (cell 3: ValueError: CoolProp is not installed)"
+    )
     assert environment.attribute_failure("cell 3: NameError: name 'x' is not defined", env) == (
-        "cell 3: NameError: name 'x' is not defined")
+        "cell 3: NameError: name 'x' is not defined"
+    )
 
 
 def test_paths_and_reasons():
@@ -79,14 +86,18 @@ def demo_fresh(site, tmp_path_factory) -> Path:
     before = {path: path.read_bytes() for path in DEMO.rglob("*") if path.is_file()}
     out = tmp_path_factory.mktemp("fresh")
     assert main(["rerender", str(DEMO), "--out", str(out), "--site", str(site), "--workers", "2"]) == 0
-    assert {path: path.read_bytes() for path in DEMO.rglob("*") if path.is_file()} == before, "the archive is never written"
+    assert {path: path.read_bytes() for path in DEMO.rglob("*") if path.is_file()} == before, (
+        "the archive is never written"
+    )
     return out
 
 
 def test_rerender_the_demo_archive_gives_the_designed_statuses(demo_fresh):
     report = json.loads((demo_fresh / "report.json").read_text())
-    designed = {path.relative_to(DEMO).as_posix(): json.loads(path.read_text())["metadata"]["cellar"]["designed_status"]
-                for path in find_notebooks(DEMO)}
+    designed = {
+        path.relative_to(DEMO).as_posix(): json.loads(path.read_text())["metadata"]["cellar"]["designed_status"]
+        for path in find_notebooks(DEMO)
+    }
     assert {entry["path"]: entry["status"] for entry in report["notebooks"]} == designed
     stale = next(entry for entry in report["notebooks"] if entry["status"] == "stale")
     assert "diepgangen_22031.csv" in stale["reason"] and "path map" in stale["reason"]
@@ -105,16 +116,17 @@ def test_the_index_holds_fresh_outputs_for_clean_and_drifted_and_saved_ones_for_
     entries = {entry["path"]: entry for entry in index.notebooks}
     report = read_report(demo_fresh)
     assert {path: entry["status"] for path, entry in entries.items()} == {
-        path: entry["status"] for path, entry in report.items()}
+        path: entry["status"] for path, entry in report.items()
+    }
     # The drifted fuel notebook: its fresh total (corrected SFOC input) is what is searched, cited
     # as the archive file's revision, with the fresh notebook's own revision beside it.
     fuel = entries[FUEL]
     assert fuel["revision"] == revision((DEMO / FUEL).read_bytes())
     assert fuel["rendered"] == revision((demo_fresh / FUEL).read_bytes())
-    quotes = " ".join(record["quote"] for record in index.chunks[fuel["start"]:fuel["end"]])
+    quotes = " ".join(record["quote"] for record in index.chunks[fuel["start"] : fuel["end"]])
     saved_total, fresh_total = "HFO for the voyage (main engine): 797 t", "HFO for the voyage (main engine): 772 t"
     assert saved_total in (DEMO / FUEL).read_text() and fresh_total in quotes and saved_total not in quotes
-    assert {record["revision"] for record in index.chunks[fuel["start"]:fuel["end"]]} == {fuel["revision"]}
+    assert {record["revision"] for record in index.chunks[fuel["start"] : fuel["end"]]} == {fuel["revision"]}
     answer = Searcher(index, model).search("HFO for the voyage main engine Rotterdam Singapore")
     best = answer["notebooks"][0]
     assert best["path"] == FUEL and best["status"] == "drifted" and "fresh outputs" in best["note"]
@@ -122,7 +134,7 @@ def test_the_index_holds_fresh_outputs_for_clean_and_drifted_and_saved_ones_for_
     stale = entries[DIEPGANG]
     assert stale["status"] == "stale" and "diepgangen_22031.csv" in stale["reason"]
     saved = [chunk.record()["quote"] for chunk in chunk_file(DEMO / DIEPGANG, DEMO).chunks]
-    assert [record["quote"] for record in index.chunks[stale["start"]:stale["end"]]] == saved
+    assert [record["quote"] for record in index.chunks[stale["start"] : stale["end"]]] == saved
 
 
 def test_a_notebook_changed_since_its_rerender_is_indexed_unchecked(demo_fresh, tmp_path):
@@ -143,29 +155,43 @@ def test_a_notebook_changed_since_its_rerender_is_indexed_unchecked(demo_fresh, 
 def test_an_archive_without_requirements_or_path_map_runs_and_a_url_makes_it_stale(site, tmp_path):
     archive = tmp_path / "archive"
     archive.mkdir()
-    cells = [("print(6 * 7)", [{"output_type": "stream", "name": "stdout", "text": "42\n"}]),
-             ("import pandas as pd\npd.read_csv('https://intranet.example/tanks.csv')", [])]
-    notebook = {"nbformat": 4, "nbformat_minor": 4, "metadata": {}, "cells": [
-        {"cell_type": "code", "metadata": {}, "execution_count": n, "source": source, "outputs": outputs}
-        for n, (source, outputs) in enumerate(cells, 1)]}
+    cells = [
+        ("print(6 * 7)", [{"output_type": "stream", "name": "stdout", "text": "42\n"}]),
+        ("import pandas as pd\npd.read_csv('https://intranet.example/tanks.csv')", []),
+    ]
+    notebook = {
+        "nbformat": 4,
+        "nbformat_minor": 4,
+        "metadata": {},
+        "cells": [
+            {"cell_type": "code", "metadata": {}, "execution_count": n, "source": source, "outputs": outputs}
+            for n, (source, outputs) in enumerate(cells, 1)
+        ],
+    }
     (archive / "plain.ipynb").write_text(json.dumps(notebook))
     report = rerender(archive, tmp_path / "out", site=site, progress=None)
     [entry] = report["notebooks"]
     assert entry["status"] == "stale"
-    assert entry["reason"] == ("cell 1: URLError: <urlopen error network access is not available in the sandbox: "
-                               "https://intranet.example/tanks.csv>")
+    assert entry["reason"] == (
+        "cell 1: URLError: <urlopen error network access is not available in the sandbox: "
+        "https://intranet.example/tanks.csv>"
+    )
     assert [cell["cell"] for cell in entry["cells"]] == [1], "the first cell printed what it printed then"
 
 
 def test_the_tab_plans_from_the_sites_lock_and_names_what_it_cannot_provide(site):
     from cellar.site import bridge
 
-    texts = {"pathmap": (DEMO / "pathmap.json").read_text(), "requirements": "pandas==2.2.3\nfluids==1.3.1\n",
-             "settings": '{"cell_timeout": 5}'}
+    texts = {
+        "pathmap": (DEMO / "pathmap.json").read_text(),
+        "requirements": "pandas==2.2.3\nfluids==1.3.1\n",
+        "settings": '{"cell_timeout": 5}',
+    }
     plan = bridge.rerender_plan(texts, str(site / "pyodide" / "pyodide-lock.json"))
     assert plan["packages"] == ["ipython", "matplotlib", "pandas"]
-    assert plan["unavailable"] == {"fluids": "no WebAssembly build shipped with this site "
-                                             "(it is not among the site's Pyodide packages)"}
+    assert plan["unavailable"] == {
+        "fluids": "no WebAssembly build shipped with this site (it is not among the site's Pyodide packages)"
+    }
     # every blob the path map names (its files and its trees), by where it lies in the archive
     named = {blob for _, blob in vfs.load_pathmap(DEMO / "pathmap.json").files.values()}
     assert sorted(plan["blobs"]) == sorted(vfs.blob_path(blob) for blob in named)
@@ -174,7 +200,7 @@ def test_the_tab_plans_from_the_sites_lock_and_names_what_it_cannot_provide(site
 
 
 def test_a_bad_rerender_json_is_named():
-    from cellar.rerender.batch import Settings
+    from cellar.rerender.report import Settings
 
     with pytest.raises(ValueError, match=r"^archive/rerender.json: .*cell_limit"):
         Settings.from_json('{"cell_limit": 5}', "archive/rerender.json")
@@ -184,15 +210,23 @@ def test_a_bad_rerender_json_is_named():
 
 def test_a_notebook_newer_than_cellar_knows_keeps_its_version_and_cell_types():
     from cellar.ingest.notebook import read_notebook
-    from cellar.rerender.batch import dump_notebook, fresh_notebook
+    from cellar.rerender.report import dump_notebook, fresh_notebook
 
-    cells = [{"cell_type": "future cell", "metadata": {}, "source": "?"},
-             {"cell_type": "code", "metadata": {}, "source": "1", "outputs": [], "execution_count": None}]
+    cells = [
+        {"cell_type": "future cell", "metadata": {}, "source": "?"},
+        {"cell_type": "code", "metadata": {}, "source": "1", "outputs": [], "execution_count": None},
+    ]
     raw = json.dumps({"nbformat": 4, "nbformat_minor": 99, "metadata": {}, "cells": cells}).encode()
     with pytest.warns(UserWarning, match="newer than"):
         saved = read_notebook(raw, "future.ipynb")
-    run = [{"execution_count": 1, "outputs": [{"output_type": "execute_result", "execution_count": 1,
-                                              "data": {"text/plain": "1"}, "metadata": {}}]}]
+    run = [
+        {
+            "execution_count": 1,
+            "outputs": [
+                {"output_type": "execute_result", "execution_count": 1, "data": {"text/plain": "1"}, "metadata": {}}
+            ],
+        }
+    ]
     fresh = fresh_notebook(saved, run, {"status": "clean", "reason": None})
     assert (fresh["nbformat"], fresh["nbformat_minor"]) == (4, 99)
     with pytest.warns(UserWarning, match="newer than"):

@@ -11,7 +11,7 @@ import sys
 from importlib.util import cache_from_source
 
 from cellar.rerender import environment
-from cellar.rerender.sandbox import _checked_bytecode
+from cellar.rerender.start_cache import checked_bytecode
 
 
 def test_checked_bytecode_is_used_for_its_source_and_never_for_a_changed_one(tmp_path):
@@ -20,18 +20,23 @@ def test_checked_bytecode_is_used_for_its_source_and_never_for_a_changed_one(tmp
     # bytecode that says something its source does not: which of the two an import runs tells
     other = tmp_path / "other.py"
     other.write_text("CAPACITY = 'from the bytecode'\n")
-    py_compile.compile(str(other), cfile=str(tmp_path / "other.pyc"), doraise=True,
-                       invalidation_mode=py_compile.PycInvalidationMode.TIMESTAMP)
+    py_compile.compile(
+        str(other),
+        cfile=str(tmp_path / "other.pyc"),
+        doraise=True,
+        invalidation_mode=py_compile.PycInvalidationMode.TIMESTAMP,
+    )
     timestamped = (tmp_path / "other.pyc").read_bytes()
     pyc = cache_from_source(str(module))
     os.makedirs(os.path.dirname(pyc))
     with open(pyc, "wb") as handle:
-        handle.write(_checked_bytecode(timestamped, module.read_bytes()))
+        handle.write(checked_bytecode(timestamped, module.read_bytes()))
 
     def imported() -> str:
         code = "import tanks; print(tanks.CAPACITY)"
-        return subprocess.run([sys.executable, "-B", "-c", code], cwd=tmp_path, capture_output=True,
-                              text=True, check=True).stdout.strip()
+        return subprocess.run(
+            [sys.executable, "-B", "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True
+        ).stdout.strip()
 
     os.utime(module, (0, 0))  # another time than the bytecode's: the hash, not the time, decides
     assert imported() == "from the bytecode"
@@ -40,7 +45,7 @@ def test_checked_bytecode_is_used_for_its_source_and_never_for_a_changed_one(tmp
 
 
 def test_only_timestamp_bytecode_of_this_python_is_converted():
-    assert _checked_bytecode(b"\x00" * 32, b"x = 1\n") is None
+    assert checked_bytecode(b"\x00" * 32, b"x = 1\n") is None
 
 
 def test_the_fingerprint_names_the_runtime_the_packages_and_the_wheels(site, tmp_path):

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from cellar.retrieval.embedding import default_model_dir, load_model
+from cellar.retrieval.evaluation import calibrate, evaluate, read_gold
 from cellar.retrieval.index import KINDS, Render, build_index, build_index_from_directory
-from cellar.retrieval.search import DEFAULT_CALIBRATION, Filters, Searcher, calibrate, evaluate, read_gold, refuses
+from cellar.retrieval.search import DEFAULT_CALIBRATION, Filters, Searcher, refuses
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = default_model_dir()
@@ -22,8 +23,19 @@ FILLER = "the survey notes list general remarks about the yard schedule and the 
 
 
 def record(path: str, cell: int, kind: str, text: str, output: int | None = None, **meta) -> dict:
-    return {"id": f"{path}:{cell}:{kind}:{output}", "kind": kind, "path": path, "cell": cell, "output": output,
-            "revision": f"rev-{path}", "quote": text, "start": 0, "end": len(text), "text": text, "meta": meta}
+    return {
+        "id": f"{path}:{cell}:{kind}:{output}",
+        "kind": kind,
+        "path": path,
+        "cell": cell,
+        "output": output,
+        "revision": f"rev-{path}",
+        "quote": text,
+        "start": 0,
+        "end": len(text),
+        "text": text,
+        "meta": meta,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -36,10 +48,31 @@ def small(model):
     """Hand-made notebooks: one strong match on four kinds, four with one weak match each,
     and notebooks with years, projects, a deprecated and a stale one."""
     records = [
-        record("strong.ipynb", 0, "markdown", "# Ballast tanks\nForepeak ballast tank volume of the 130 m vessel, " + FILLER, headings=["Ballast tanks"]),
-        record("strong.ipynb", 1, "code", "tanks = ballast_tanks(vessel)  # forepeak volume per tank " + FILLER, headings=["Ballast tanks"]),
-        record("strong.ipynb", 1, "table", "tank volume_m3\nforepeak ballast 412.1\naft ballast 1284.6", output=0, headings=["Ballast tanks"]),
-        record("strong.ipynb", 2, "scalar", "forepeak_volume = 412.1 ballast tank", output=0, headings=["Ballast tanks"]),
+        record(
+            "strong.ipynb",
+            0,
+            "markdown",
+            "# Ballast tanks\nForepeak ballast tank volume of the 130 m vessel, " + FILLER,
+            headings=["Ballast tanks"],
+        ),
+        record(
+            "strong.ipynb",
+            1,
+            "code",
+            "tanks = ballast_tanks(vessel)  # forepeak volume per tank " + FILLER,
+            headings=["Ballast tanks"],
+        ),
+        record(
+            "strong.ipynb",
+            1,
+            "table",
+            "tank volume_m3\nforepeak ballast 412.1\naft ballast 1284.6",
+            output=0,
+            headings=["Ballast tanks"],
+        ),
+        record(
+            "strong.ipynb", 2, "scalar", "forepeak_volume = 412.1 ballast tank", output=0, headings=["Ballast tanks"]
+        ),
         record("strong.ipynb", 3, "markdown", "The next cell checks the trim.", headings=["Ballast tanks"]),
         *[record(f"weak{i}.ipynb", 0, "markdown", f"forepeak {FILLER} number {i}") for i in range(4)],
         record("y2016.ipynb", 0, "markdown", "GZ curve stability of the cargo ship", year=2016, project="16-008"),
@@ -48,7 +81,9 @@ def small(model):
         record("stale.ipynb", 0, "markdown", "mooring line tension most loaded line"),
         record("fresh.ipynb", 0, "markdown", "mooring line tension of the barge, most loaded line"),
     ]
-    index = build_index(records, model, renders={"stale.ipynb": Render("stale", "cell 3: FileNotFoundError: tanks.csv")})
+    index = build_index(
+        records, model, renders={"stale.ipynb": Render("stale", "cell 3: FileNotFoundError: tanks.csv")}
+    )
     return Searcher(index, model)
 
 
@@ -104,7 +139,9 @@ def test_filters_change_results(small):
 
 def test_deprecated_left_out_unless_asked(small):
     assert "old.ipynb" not in paths(small.search("superseded GZ calculation", k=5))
-    assert "old.ipynb" in paths(small.search("superseded GZ calculation", k=5, filters=Filters(include_deprecated=True)))
+    assert "old.ipynb" in paths(
+        small.search("superseded GZ calculation", k=5, filters=Filters(include_deprecated=True))
+    )
 
 
 def test_stale_ranks_lower_with_a_warning(small):
@@ -125,7 +162,10 @@ def test_one_strong_chunk_beats_many_weak_ones(model):
     ]
     searcher = Searcher(build_index(records, model), model)
     for mode in ("bm25", "hybrid"):
-        assert paths(searcher.search("propeller shaft torsional vibration frequency", k=2, mode=mode)) == ["exact.ipynb", "many.ipynb"]
+        assert paths(searcher.search("propeller shaft torsional vibration frequency", k=2, mode=mode)) == [
+            "exact.ipynb",
+            "many.ipynb",
+        ]
 
 
 def test_refusal_names_what_is_missing_and_the_closest(small):
@@ -142,7 +182,12 @@ def test_words_the_archive_never_saw_are_left_to_the_dense_similarity(model):
     term the archive knows passes the coverage test and the similarity judges the rest. An
     unknown name that is not close in meaning is still refused."""
     records = [
-        record("fft.ipynb", 0, "markdown", "# Fourier transform\nThe FFT of the damped harmonic oscillator signal, computed with scipy.fftpack"),
+        record(
+            "fft.ipynb",
+            0,
+            "markdown",
+            "# Fourier transform\nThe FFT of the damped harmonic oscillator signal, computed with scipy.fftpack",
+        ),
         record("fft.ipynb", 1, "code", "F = fft(y2[:, 0])\nw = fftfreq(N, dt)"),
         record("ballast.ipynb", 0, "markdown", "Forepeak ballast tank volume of the 130 m vessel, " + FILLER),
     ]
@@ -170,7 +215,10 @@ def test_refusal_rule_on_evidence():
 
 def test_modes_differ(small):
     query = "forepeak ballast tank volume"
-    assert small.search(query, mode="bm25")["timings_ms"]["dense"] < small.search(query, mode="dense")["timings_ms"]["dense"]
+    assert (
+        small.search(query, mode="bm25")["timings_ms"]["dense"]
+        < small.search(query, mode="dense")["timings_ms"]["dense"]
+    )
     with pytest.raises(ValueError, match="unknown mode"):
         small.search(query, mode="magic")
 
@@ -186,7 +234,10 @@ def test_rank_reads_no_fragment_and_names_those_the_answer_reads(small):
         return small.index.notebook_chunks(n)
 
     searcher = Searcher(small.index, small.model, fragment)
-    for query, refused in (("forepeak ballast tank volume", False), ("torsional vibration of the propeller shaft line 17 Hz", True)):
+    for query, refused in (
+        ("forepeak ballast tank volume", False),
+        ("torsional vibration of the propeller shaft line 17 Hz", True),
+    ):
         ranking = searcher.rank(query, k=3)
         assert read == [] and ranking.refused is refused
         answer = searcher.answer(ranking)
@@ -194,7 +245,9 @@ def test_rank_reads_no_fragment_and_names_those_the_answer_reads(small):
         assert [small.index.notebooks[n]["path"] for n in ranking.needs] == [nb["path"] for nb in shown]
         assert sorted(set(read)) == sorted(ranking.needs) and len(ranking.needs) == (1 if refused else 3)
         read.clear()
-        without_timings = [{key: value for key, value in a.items() if key != "timings_ms"} for a in (answer, small.search(query, k=3))]
+        without_timings = [
+            {key: value for key, value in a.items() if key != "timings_ms"} for a in (answer, small.search(query, k=3))
+        ]
         assert without_timings[0] == without_timings[1]
         assert set(answer["timings_ms"]) == {"analyse", "bm25", "dense", "fuse", "fragments", "total"}
 
@@ -246,11 +299,22 @@ def test_a_year_the_notebook_is_filed_under_counts_as_held(demo):
     assert year_only["refused"] and year_only["evidence"]["coverage"] == 0.0
 
 
-@pytest.mark.parametrize("filters", [Filters(kinds=("table",)), Filters(kinds=("markdown",)), Filters(year_from=2017, year_to=2017),
-                                     Filters(project="18-015"), Filters(kinds=("code",), year_to=2020)])
+@pytest.mark.parametrize(
+    "filters",
+    [
+        Filters(kinds=("table",)),
+        Filters(kinds=("markdown",)),
+        Filters(year_from=2017, year_to=2017),
+        Filters(project="18-015"),
+        Filters(kinds=("code",), year_to=2020),
+    ],
+)
 def test_out_of_scope_questions_are_refused_under_filters(demo, filters):
-    for question in ("torsional vibration analysis of the propeller shaft line", "what is the salary of the CEO",
-                     "Wat was het geluidsniveau in de hutten van de veerboot bij de proefvaart?"):
+    for question in (
+        "torsional vibration analysis of the propeller shaft line",
+        "what is the salary of the CEO",
+        "Wat was het geluidsniveau in de hutten van de veerboot bij de proefvaart?",
+    ):
         answer = demo.search(question, k=3, filters=filters)
         assert answer["refused"], (question, filters, answer["evidence"])
 

@@ -9,8 +9,9 @@ import pytest
 
 @pytest.fixture
 def served(site):
-    process = subprocess.Popen([sys.executable, "-m", "cellar", "serve", str(site), "--port", "0"],
-                               stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "cellar", "serve", str(site), "--port", "0"], stdout=subprocess.PIPE, text=True
+    )
     line = process.stdout.readline()
     assert line.startswith("Serving ")
     yield line.split(" at ")[1].split()[0]
@@ -41,7 +42,6 @@ def test_sends_cross_origin_isolation_and_revalidation_headers(served):
 
 
 def test_refuses_a_directory_without_a_site(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "cellar", "serve", str(tmp_path)],
-                            capture_output=True, text=True)
+    result = subprocess.run([sys.executable, "-m", "cellar", "serve", str(tmp_path)], capture_output=True, text=True)
     assert result.returncode == 1
     assert "no index.html" in result.stderr and str(tmp_path) in result.stderr

@@ -1,4 +1,5 @@
-"""cellar.ingest.tables: DataFrame outputs read back from HTML and text reprs, and their searched text.
+"""cellar.ingest.tables and text_tables: DataFrame outputs read back from HTML and text reprs, and
+their searched text.
 
 The fixtures are made here by real pandas (`to_html`, `_repr_html_`, `repr`, Styler) under the
 display options that truncate and wrap; the corpus tests read every DataFrame output saved in
@@ -17,7 +18,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cellar.ingest.tables import Table, parse_html_table, parse_text_table, table_text
+from cellar.ingest.tables import Table, parse_html_table, table_text
+from cellar.ingest.text_tables import parse_text_table
 
 
 def tanks() -> pd.DataFrame:
@@ -36,9 +38,7 @@ def tanks() -> pd.DataFrame:
 
 def multi() -> pd.DataFrame:
     """MultiIndex rows and columns, both named."""
-    columns = pd.MultiIndex.from_product(
-        [["ballast", "fuel"], ["volume_m3", "mass_t"]], names=["system", "quantity"]
-    )
+    columns = pd.MultiIndex.from_product([["ballast", "fuel"], ["volume_m3", "mass_t"]], names=["system", "quantity"])
     index = pd.MultiIndex.from_product([["fore", "aft"], [1, 2, 3]], names=["zone", "tank"])
     return pd.DataFrame(np.arange(24).reshape(6, 4) * 1.5, index=index, columns=columns)
 
@@ -189,8 +189,7 @@ def test_text_wrapped_wide_frame_joins_its_blocks():
 
 def test_text_wrapped_and_elided_frame():
     frame = long_frame()
-    with pd.option_context("display.width", 50, "display.max_rows", 4, "display.min_rows", 4,
-                           "display.max_columns", 6):
+    with pd.option_context("display.width", 50, "display.max_rows", 4, "display.min_rows", 4, "display.max_columns", 6):
         text = repr(frame)
     table = parse_text_table(text)
     assert_same(table, frame.iloc[[0, 1, 98, 99], [0, 1, 2, 9, 10, 11]])
@@ -245,8 +244,7 @@ def test_elided_series_gives_its_length():
         repr(np.arange(12).reshape(3, 4)),
         repr({"forepeak": 412.1, "midship": 2106.3}),
         "array([1, 2, 3])",
-        "Optimization terminated successfully.\n         Current function value: 21.375000\n"
-        "         Iterations: 79",
+        "Optimization terminated successfully.\n         Current function value: 21.375000\n         Iterations: 79",
         "",
         "412.1",
         "  expr1\r\n* master\r\n",  # git branch, printed
@@ -275,8 +273,7 @@ def test_table_text_is_markdown_with_dtypes_and_a_summary_with_extremes():
     text = table_text(parse_html_table(tanks().to_html()))
     lines = text.splitlines()
     assert lines[0] == (
-        "| tank | volume_m3 (float64) | frames (int64) | ballast (bool) | "
-        "sounded (datetime64[ns]) | note (object) |"
+        "| tank | volume_m3 (float64) | frames (int64) | ballast (bool) | sounded (datetime64[ns]) | note (object) |"
     )
     assert lines[2] == "| forepeak | 412.1 | 12 | True | 2024-03-01 | fore peak |"
     summary = lines[-1]
@@ -319,9 +316,8 @@ def test_multiindex_labels_are_joined():
 
 
 def test_importing_cellar_tables_does_not_import_pandas():
-    code = "import sys, cellar.ingest.tables; print('pandas' in sys.modules)"
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            check=True)
+    code = "import sys, cellar.ingest.tables, cellar.ingest.text_tables; print('pandas' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
 
 
@@ -353,8 +349,7 @@ def html_body_shape(html: str) -> tuple[int, int]:
     """Body rows x data cells of the first dataframe table, `...` rows and columns not counted."""
     table = DATAFRAME_TABLE.search(html)[0]
     body = table[table.find("<tbody") :]
-    rows = [re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
-            for row in re.findall(r"<tr.*?</tr>", body, re.S)]
+    rows = [re.findall(r"<td[^>]*>(.*?)</td>", row, re.S) for row in re.findall(r"<tr.*?</tr>", body, re.S)]
     rows = [row for row in rows if row and not all(cell.strip() == "..." for cell in row)]
     if rows:
         return len(rows), sum(cell.strip() != "..." for cell in rows[0])
@@ -378,8 +373,9 @@ def corpus_outputs(shared_corpus):
 
 def test_corpus_html_dataframes_parse_with_the_displayed_shape(corpus_outputs):
     outputs, expected = corpus_outputs
-    html = [o["text/html"] for found in outputs.values() for o in found
-            if DATAFRAME_TABLE.search(o.get("text/html", ""))]
+    html = [
+        o["text/html"] for found in outputs.values() for o in found if DATAFRAME_TABLE.search(o.get("text/html", ""))
+    ]
     assert len(html) == expected == 343  # the manifest's count, found by this walk
     matched = 0
     for text in html:
@@ -392,9 +388,12 @@ def test_corpus_html_dataframes_parse_with_the_displayed_shape(corpus_outputs):
 def test_corpus_text_reprs_agree_with_their_html(corpus_outputs):
     """The text/plain beside each single-table HTML output reads back into the same frame."""
     outputs, _ = corpus_outputs
-    pairs = [(parse_html_table(o["text/html"]), o["text/plain"]) for found in outputs.values()
-             for o in found if DATAFRAME_TABLE.search(o.get("text/html", ""))
-             and "text/plain" in o and o["text/html"].count("<table") == 1]
+    pairs = [
+        (parse_html_table(o["text/html"]), o["text/plain"])
+        for found in outputs.values()
+        for o in found
+        if DATAFRAME_TABLE.search(o.get("text/html", "")) and "text/plain" in o and o["text/html"].count("<table") == 1
+    ]
     pairs = [(table, text) for table, text in pairs if table is not None and len(table.frame)]
     agreed = 0
     for from_html, text in pairs:
@@ -425,13 +424,19 @@ def looks_like_pandas_repr(text: str) -> bool:
 
 def test_corpus_text_only_dataframes_of_the_fonnesbeck_tutorial(corpus_outputs):
     outputs, _ = corpus_outputs
-    texts = [o["text/plain"] for path, found in outputs.items() for o in found
-             if path.startswith("fonnesbeck__") and "text/html" not in o and "text/plain" in o]
+    texts = [
+        o["text/plain"]
+        for path, found in outputs.items()
+        for o in found
+        if path.startswith("fonnesbeck__") and "text/html" not in o and "text/plain" in o
+    ]
     candidates = [text for text in texts if looks_like_pandas_repr(text)]
     tables = [(text, parse_text_table(text)) for text in candidates]
     parsed = [(text, table) for text, table in tables if table is not None]
-    print(f"\nfonnesbeck text-only DataFrame/Series reprs parsed: {len(parsed)}/{len(candidates)}"
-          f" ({len(texts)} text/plain results)")
+    print(
+        f"\nfonnesbeck text-only DataFrame/Series reprs parsed: {len(parsed)}/{len(candidates)}"
+        f" ({len(texts)} text/plain results)"
+    )
     assert len(candidates) > 150
     assert len(parsed) / len(candidates) >= 0.9
     for text, table in parsed:  # every row label read is one that was printed

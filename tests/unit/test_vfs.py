@@ -22,6 +22,7 @@ from pathlib import Path, PureWindowsPath
 import pytest
 
 from cellar.cli import main
+from cellar.rerender.archive import check_archive
 from cellar.rerender.vfs import (
     BlobCorrupt,
     BlobNotFound,
@@ -36,7 +37,6 @@ from cellar.rerender.vfs import (
     VfsError,
     blob_id_of,
     blob_path,
-    check_archive,
     chdir,
     load_pathmap,
     logical_path,
@@ -221,8 +221,9 @@ def test_listing_the_folders_that_the_map_implies(pathmap: PathMap) -> None:
 
 
 def test_listing_keeps_the_maps_spelling_of_each_folder() -> None:
-    both = PathMap.from_dict({"format": 1, "files": {r"\\srv\p\Data\a.csv": BLOB["tanks"],
-                                                     r"\\SRV\P\DATA\B.csv": BLOB["wells"]}})
+    both = PathMap.from_dict(
+        {"format": 1, "files": {r"\\srv\p\Data\a.csv": BLOB["tanks"], r"\\SRV\P\DATA\B.csv": BLOB["wells"]}}
+    )
     assert both.listdir(r"\\srv\p") == ["DATA"]  # the first spelling in sorted order
     assert both.listdir(r"\\srv\p\data") == ["B.csv", "a.csv"]
 
@@ -357,8 +358,13 @@ def test_host_files_at_the_same_paths_are_never_read(pathmap, archive, tmp_path,
     watch.clear()
     assert read_bytes(pathmap, store, "/data/shared/density.csv") == CONTENT["density"]
     assert read_bytes(pathmap, store, "shared/density.csv", "/data") == CONTENT["density"]
-    for path, cwd in [(str(host / "etc" / "passwd"), None), ("etc/passwd", None), ("etc/passwd", "/"),
-                      (str(host / "data" / "shared" / "density.csv"), None), ("data/shared/density.csv", None)]:
+    for path, cwd in [
+        (str(host / "etc" / "passwd"), None),
+        ("etc/passwd", None),
+        ("etc/passwd", "/"),
+        (str(host / "data" / "shared" / "density.csv"), None),
+        ("data/shared/density.csv", None),
+    ]:
         with pytest.raises(VfsError):
             read_bytes(pathmap, store, path, cwd)
     blobs = str(archive / "blobs" / "sha256")
@@ -471,15 +477,23 @@ def test_blobs_over_the_s3_protocol(monkeypatch, tmp_path) -> None:
     pytest.importorskip("s3fs", reason="test-only: pip install s3fs==2026.9.0 moto[server]==5.2.5")
     from moto.server import ThreadedMotoServer
 
-    for name, value in {"AWS_EC2_METADATA_DISABLED": "true", "AWS_DEFAULT_REGION": "us-east-1", "AWS_CONFIG_FILE": str(tmp_path / "none"),
-                        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none")}.items():
+    for name, value in {
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_CONFIG_FILE": str(tmp_path / "none"),
+        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"),
+    }.items():
         monkeypatch.setenv(name, value)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     try:
         host, port = server.get_host_and_port()
-        options = {"key": "testing", "secret": "testing", "skip_instance_cache": True,
-                   "client_kwargs": {"endpoint_url": f"http://{host}:{port}"}}
+        options = {
+            "key": "testing",
+            "secret": "testing",
+            "skip_instance_cache": True,
+            "client_kwargs": {"endpoint_url": f"http://{host}:{port}"},
+        }
         import s3fs
 
         s3 = s3fs.S3FileSystem(**options)
@@ -514,16 +528,30 @@ BAD_MAPS = [
     ({"format": 1, "files": {r"C:\x.csv:ads": BLOB["tanks"]}}, "alternate data stream"),
     ({"format": 1, "files": {"~bob/x": BLOB["tanks"]}}, "another user"),
     ({"format": 1, "files": {"C:\\": BLOB["tanks"]}}, "a share or drive root cannot be a file"),
-    ({"format": 1, "files": {r"C:\a\B.csv": BLOB["tanks"], r"c:\A\b.CSV": BLOB["wells"]}},
-     "maps the same path as files['C:\\\\a\\\\B.csv'] to another blob"),
-    ({"format": 1, "files": {r"C:\a": BLOB["tanks"], r"C:\a\b.csv": BLOB["wells"]}}, "which files['C:\\\\a'] maps as a file"),
-    ({"format": 1, "trees": {r"\\srv\share": {"a\\b.csv": BLOB["tanks"]}}}, "trees['\\\\\\\\srv\\\\share']['a\\\\b.csv']: refused"),
+    (
+        {"format": 1, "files": {r"C:\a\B.csv": BLOB["tanks"], r"c:\A\b.CSV": BLOB["wells"]}},
+        "maps the same path as files['C:\\\\a\\\\B.csv'] to another blob",
+    ),
+    (
+        {"format": 1, "files": {r"C:\a": BLOB["tanks"], r"C:\a\b.csv": BLOB["wells"]}},
+        "which files['C:\\\\a'] maps as a file",
+    ),
+    (
+        {"format": 1, "trees": {r"\\srv\share": {"a\\b.csv": BLOB["tanks"]}}},
+        "trees['\\\\\\\\srv\\\\share']['a\\\\b.csv']: refused",
+    ),
     ({"format": 1, "trees": {r"\\srv\share": {"../b.csv": BLOB["tanks"]}}}, "without '.', '..'"),
     ({"format": 1, "trees": {r"\\srv\share": {"/b.csv": BLOB["tanks"]}}}, "without '.', '..' or empty names"),
     ({"format": 1, "trees": {r"\\srv\share": {"x/con.txt": BLOB["tanks"]}}}, "device name"),
     ({"format": 1, "trees": {r"\\srv\share": []}}, "must be a JSON object of relative paths"),
-    ({"format": 1, "files": {r"\\srv\share\a.csv": BLOB["tanks"]}, "trees": {r"\\SRV\Share": {"A.csv": BLOB["wells"]}}},
-     "to another blob"),
+    (
+        {
+            "format": 1,
+            "files": {r"\\srv\share\a.csv": BLOB["tanks"]},
+            "trees": {r"\\SRV\Share": {"A.csv": BLOB["wells"]}},
+        },
+        "to another blob",
+    ),
 ]
 
 
@@ -536,11 +564,14 @@ def test_bad_path_maps_name_the_file_and_the_entry(tmp_path, data, problem) -> N
     assert str(info.value).startswith(f"{mapfile}: ") and problem in str(info.value)
 
 
-@pytest.mark.parametrize("text, problem", [
-    ('{"format": 1, "files": {"/a": "x"', "not a valid path map"),
-    ('{"format": 1, "files": {}, "files": {}}', "the key 'files' occurs twice"),
-    (b'{"format": 1, "files": {"/\xff": ""}}', "not UTF-8"),
-])
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ('{"format": 1, "files": {"/a": "x"', "not a valid path map"),
+        ('{"format": 1, "files": {}, "files": {}}', "the key 'files' occurs twice"),
+        (b'{"format": 1, "files": {"/\xff": ""}}', "not UTF-8"),
+    ],
+)
 def test_unreadable_path_map_files(tmp_path, text, problem) -> None:
     mapfile = tmp_path / "pathmap.json"
     mapfile.write_bytes(text if isinstance(text, bytes) else text.encode())
@@ -572,17 +603,37 @@ def test_cli_add_maps_files_and_trees_and_check_passes(tmp_path, capsys) -> None
     inputs, archive = _inputs(tmp_path), tmp_path / "archive"
     tanks = PROJECT + r"\inputs\tanks_17042c.csv"
     assert main(["blobs", "add", str(archive), str(inputs / "tanks_17042c.csv"), "--as", tanks]) == 0
-    assert main(["blobs", "add", str(archive), str(inputs / "wells.csv"), str(inputs / "density.csv"),
-                 "--as", "C:/PGE383/data/"]) == 0
+    assert (
+        main(
+            [
+                "blobs",
+                "add",
+                str(archive),
+                str(inputs / "wells.csv"),
+                str(inputs / "density.csv"),
+                "--as",
+                "C:/PGE383/data/",
+            ]
+        )
+        == 0
+    )
     assert main(["blobs", "add", str(archive), "--tree", r"\\srv-calc-01\hull", str(inputs / "hull")]) == 0
     printed = capsys.readouterr().out
-    assert f"{BLOB['tanks']}  {tanks}" in printed and f"{BLOB['lines']}  \\\\srv-calc-01\\hull\\2019\\130m\\lines.csv" in printed
+    assert (
+        f"{BLOB['tanks']}  {tanks}" in printed
+        and f"{BLOB['lines']}  \\\\srv-calc-01\\hull\\2019\\130m\\lines.csv" in printed
+    )
 
     written = json.loads((archive / "pathmap.json").read_text(encoding="utf-8"))
-    assert written == {"format": 1,
-                       "files": {tanks: BLOB["tanks"], r"C:\PGE383\data\density.csv": BLOB["density"],
-                                 r"C:\PGE383\data\wells.csv": BLOB["wells"]},
-                       "trees": {r"\\srv-calc-01\hull": {"2019/130m/lines.csv": BLOB["lines"], "README.txt": BLOB["readme"]}}}
+    assert written == {
+        "format": 1,
+        "files": {
+            tanks: BLOB["tanks"],
+            r"C:\PGE383\data\density.csv": BLOB["density"],
+            r"C:\PGE383\data\wells.csv": BLOB["wells"],
+        },
+        "trees": {r"\\srv-calc-01\hull": {"2019/130m/lines.csv": BLOB["lines"], "README.txt": BLOB["readme"]}},
+    }
     pathmap = load_pathmap(archive / "pathmap.json")
     assert read_bytes(pathmap, BlobStore(archive), r"data\wells.csv", "C:\\PGE383") == CONTENT["wells"]
     assert main(["blobs", "check", str(archive)]) == 0
@@ -591,9 +642,11 @@ def test_cli_add_maps_files_and_trees_and_check_passes(tmp_path, capsys) -> None
 
 def test_cli_pathmap_is_deterministic_whatever_the_order(tmp_path) -> None:
     inputs = _inputs(tmp_path)
-    steps = [["--tree", "//srv-calc-01/hull", str(inputs / "hull")],
-             [str(inputs / "tanks_17042c.csv"), "--as", PROJECT + r"\inputs\tanks_17042c.csv"],
-             [str(inputs / "wells.csv"), "--as", r"C:\PGE383\data\wells.csv"]]
+    steps = [
+        ["--tree", "//srv-calc-01/hull", str(inputs / "hull")],
+        [str(inputs / "tanks_17042c.csv"), "--as", PROJECT + r"\inputs\tanks_17042c.csv"],
+        [str(inputs / "wells.csv"), "--as", r"C:\PGE383\data\wells.csv"],
+    ]
     for name, order in (("one", steps), ("two", steps[::-1]), ("three", steps + steps)):
         for step in order:
             assert main(["blobs", "add", str(tmp_path / name), *step]) == 0
@@ -626,7 +679,9 @@ def test_cli_check_names_corrupt_and_missing_blobs(archive, capsys) -> None:
 
 def test_cli_add_goes_on_past_bad_files_and_refuses_hostile_targets(tmp_path, capsys) -> None:
     inputs, archive = _inputs(tmp_path), tmp_path / "archive"
-    status = main(["blobs", "add", str(archive), str(inputs / "nope.csv"), str(inputs / "wells.csv"), "--as", "C:\\PGE383\\"])
+    status = main(
+        ["blobs", "add", str(archive), str(inputs / "nope.csv"), str(inputs / "wells.csv"), "--as", "C:\\PGE383\\"]
+    )
     assert status == 1
     captured = capsys.readouterr()
     assert "nope.csv" in captured.err and f"{BLOB['wells']}  C:\\PGE383\\wells.csv" in captured.out

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from cellar.site import bridge
 from cellar.lessons.lesson import read_lesson_files
 from cellar.retrieval.embedding import default_model_dir
+from cellar.site import bridge
 
 ROOT = Path(__file__).resolve().parents[2]
 LESSON_1 = read_lesson_files(ROOT / "lessons/01-passages")
@@ -42,23 +42,33 @@ def test_run_code_clips_a_flood_of_output():
 
 
 def test_check_code_passes_the_solution_and_names_the_first_failure_of_the_starter():
-    assert bridge.check_code(LESSON_1, "chunk_coverage", LESSON_1["solution.py"]) == {"passed": True, "message": "passed"}
+    assert bridge.check_code(LESSON_1, "chunk_coverage", LESSON_1["solution.py"]) == {
+        "passed": True,
+        "message": "passed",
+    }
     verdict = bridge.check_code(LESSON_1, "document_snapshots", LESSON_1["main.py"])
     assert not verdict["passed"] and "not written yet" in verdict["message"]
 
 
 def test_chunk_explorer_on_the_tasks_example():
     result = bridge.chunk_explorer("  A  B\nC D E F G H  ", 4, 1)
-    assert [(p["id"], p["start"], p["end"]) for p in result["passages"]] == [("d:0", 2, 10), ("d:3", 9, 16), ("d:6", 15, 18)]
+    assert [(p["id"], p["start"], p["end"]) for p in result["passages"]] == [
+        ("d:0", 2, 10),
+        ("d:3", 9, 16),
+        ("d:6", 15, 18),
+    ]
     assert (result["total_words"], result["covered_words"], result["word_occurrences"]) == (8, 8, 10)
     assert result["duplication_factor"] == 1.25 and result["error"] is None
 
 
-@pytest.mark.parametrize(("text", "window", "overlap", "message"), [
-    ("   ", 4, 1, "text is empty"),
-    ("a b", 4, 4, "overlap must be at least 0 and less than the size 4"),
-    ("a b", True, 0, "must be an integer"),
-])
+@pytest.mark.parametrize(
+    ("text", "window", "overlap", "message"),
+    [
+        ("   ", 4, 1, "text is empty"),
+        ("a b", 4, 4, "overlap must be at least 0 and less than the size 4"),
+        ("a b", True, 0, "must be an integer"),
+    ],
+)
 def test_chunk_explorer_shows_refusals_as_messages(text, window, overlap, message):
     assert message in bridge.chunk_explorer(text, window, overlap)["error"]
 
@@ -68,7 +78,7 @@ def test_embedding_lab_ranks_the_passages_both_ways():
         pytest.skip(f"no embedding model in {MODEL}")
     lab = json.loads(read_lesson_files(ROOT / "lessons/02-embedding-lab")["lab.json"])
     passages = lab["en"]["passages"]
-    result = bridge.embedding_lab(passages, "FP-3", str(MODEL), lab["fusion_k"])
+    result = bridge.embedding_lab(passages, "FP-3", lab["fusion_k"])
     assert len(result["similarity"]) == len(passages)
     assert all(abs(result["similarity"][i][i] - 1) < 1e-3 for i in range(len(passages)))
     assert result["bm25"][0]["id"] == "tank"
@@ -81,7 +91,7 @@ def test_search_asks_once_for_the_fragments_it_needs_then_answers_as_the_searche
     exactly the fragments of the notebooks the answer shows (for a refusal, the closest one),
     the second, with those in place, answers what cellar.retrieval.search answers, plus the marks and
     tables the page draws."""
-    from cellar.retrieval.embedding import default_model_dir, load_model
+    from cellar.retrieval.embedding import load_model
     from cellar.retrieval.index import build_index_from_directory
     from cellar.retrieval.search import Filters, Searcher
     from cellar.retrieval.shard import fragment_name, write_shard
@@ -97,19 +107,24 @@ def test_search_asks_once_for_the_fragments_it_needs_then_answers_as_the_searche
     (shard / "fragments").mkdir()
     searcher = Searcher(index, model)
     numbers = {nb["path"]: n for n, nb in enumerate(index.notebooks)}
-    bridge.search_open(str(shard), str(MODEL))
+    bridge.search_open(str(shard))
     for query, options, filters, marked_words in [
-        ("ballast tank volumes for the 2017 vessel", {"kinds": ["table"]}, Filters(kinds=("table",)), {"ballast", "tank"}),
+        (
+            "ballast tank volumes for the 2017 vessel",
+            {"kinds": ["table"]},
+            Filters(kinds=("table",)),
+            {"ballast", "tank"},
+        ),
         ("what is the salary of the CEO", {"k": 2}, Filters(), set()),
     ]:
         expected = searcher.search(query, k=options.get("k", 3), filters=filters)
         shown = expected["closest"] if expected["refused"] else expected["notebooks"]
         assert len(shown) == (1 if expected["refused"] else 3)
-        fetch = bridge.search(query, options, str(shard), str(MODEL))
+        fetch = bridge.search(query, options, str(shard))
         assert fetch == {"fetch": [fragment_name(numbers[nb["path"]]) for nb in shown]}
         for name in fetch["fetch"]:
             shutil.copy(tmp_path / "all" / name, shard / name)
-        answer = bridge.search(query, options, str(shard), str(MODEL))
+        answer = bridge.search(query, options, str(shard))
         marked = []
         for nb in (*answer["notebooks"], *answer.get("closest", ())):
             for hit in nb["hits"]:

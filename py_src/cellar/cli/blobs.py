@@ -14,7 +14,8 @@ import json
 import os
 import sys
 
-from cellar.rerender.vfs import PathMapError, VfsError, add_to_archive, check_archive, logical_path
+from cellar.rerender.archive import add_to_archive, check_archive
+from cellar.rerender.vfs import PathMapError, VfsError, logical_path
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -24,10 +25,20 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     add = commands.add_parser("add", help="store files as blobs and map their logical paths")
     add.add_argument("archive", metavar="ARCHIVE", help="the archive folder (holds pathmap.json and blobs/)")
     add.add_argument("files", nargs="*", metavar="FILE", help="local files to add")
-    add.add_argument("--as", dest="as_path", metavar="LOGICAL_PATH",
-                     help="the path notebooks use for FILE; a folder (ending in \\ or /) for several files")
-    add.add_argument("--tree", nargs=2, action="append", default=[], metavar=("PREFIX", "DIR"),
-                     help="add every file below DIR under the logical folder PREFIX (repeatable)")
+    add.add_argument(
+        "--as",
+        dest="as_path",
+        metavar="LOGICAL_PATH",
+        help="the path notebooks use for FILE; a folder (ending in \\ or /) for several files",
+    )
+    add.add_argument(
+        "--tree",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("PREFIX", "DIR"),
+        help="add every file below DIR under the logical folder PREFIX (repeatable)",
+    )
     add.set_defaults(func=run_add)
 
     check = commands.add_parser("check", help="check every mapped blob; list orphans")
@@ -38,8 +49,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run_add(args: argparse.Namespace) -> int:
     if not args.files and not args.tree:
-        print("cellar blobs add: nothing to add: give FILE... --as LOGICAL_PATH or --tree PREFIX DIR",
-              file=sys.stderr)
+        print("cellar blobs add: nothing to add: give FILE... --as LOGICAL_PATH or --tree PREFIX DIR", file=sys.stderr)
         return 2
     if args.files and not args.as_path:
         print("cellar blobs add: FILE needs --as LOGICAL_PATH", file=sys.stderr)
@@ -49,8 +59,10 @@ def run_add(args: argparse.Namespace) -> int:
         print("cellar blobs add: several files need --as to be a folder ending in \\ or /", file=sys.stderr)
         return 2
     try:
-        files = [(str(logical_path(os.path.basename(name), args.as_path)) if folder else args.as_path, name)
-                 for name in args.files]
+        files = [
+            (str(logical_path(os.path.basename(name), args.as_path)) if folder else args.as_path, name)
+            for name in args.files
+        ]
         report = add_to_archive(args.archive, files, [tuple(pair) for pair in args.tree])
     except (OSError, VfsError) as error:
         print(f"cellar blobs add: {error}", file=sys.stderr)
@@ -76,6 +88,8 @@ def run_check(args: argparse.Namespace) -> int:
                 print(f"{label}  {blob}  {', '.join(paths)}")
         for blob in report.orphans:
             print(f"orphan  {blob}")
-        print(f"{report.blobs} blobs for {report.paths} paths: {len(report.missing)} missing, "
-              f"{len(report.corrupt)} corrupt, {len(report.orphans)} orphans")
+        print(
+            f"{report.blobs} blobs for {report.paths} paths: {len(report.missing)} missing, "
+            f"{len(report.corrupt)} corrupt, {len(report.orphans)} orphans"
+        )
     return 0 if report.ok else 1

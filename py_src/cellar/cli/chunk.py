@@ -16,17 +16,23 @@ import sys
 import warnings
 from collections import Counter
 
-from cellar.ingest.chunking import KINDS, Coverage, chunk_file, combine, coverage, find_documents, parse_rules
+from cellar.ingest.chunking import chunk_file, coverage
+from cellar.ingest.discovery import find_documents
+from cellar.ingest.metadata import parse_rules
+from cellar.ingest.windows import Coverage, combine
+from cellar.records import KINDS
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("chunk", help="chunk notebooks and documents into chunk records")
     parser.add_argument("paths", nargs="+", metavar="PATH_OR_DIR", help="files, or folders to search")
     parser.add_argument("--jsonl", action="store_true", help="write one chunk record per line on stdout")
-    parser.add_argument("--stats", action="store_true",
-                        help="add the coverage and duplication of the windowed text to the summary")
-    parser.add_argument("--rules", metavar="RULES.json",
-                        help='per-corpus metadata rules: [{"pattern": REGEX, "meta": {...}}, ...]')
+    parser.add_argument(
+        "--stats", action="store_true", help="add the coverage and duplication of the windowed text to the summary"
+    )
+    parser.add_argument(
+        "--rules", metavar="RULES.json", help='per-corpus metadata rules: [{"pattern": REGEX, "meta": {...}}, ...]'
+    )
     parser.add_argument("--root", metavar="DIR", help="make record paths relative to DIR")
     parser.set_defaults(func=run)
 

@@ -13,19 +13,37 @@ from pathlib import Path
 
 from cellar.cli.search import open_searcher
 from cellar.retrieval.embedding import default_model_dir
-from cellar.retrieval.search import MODES, evaluate, read_gold
+from cellar.retrieval.evaluation import evaluate, read_gold
+from cellar.retrieval.search import MODES
 
-COLUMNS = ("notebook_hit@1", "notebook_hit@3", "notebook_hit@5", "cell_hit@5", "mrr", "refusal_recall", "false_refusal_rate")
+COLUMNS = (
+    "notebook_hit@1",
+    "notebook_hit@3",
+    "notebook_hit@5",
+    "cell_hit@5",
+    "mrr",
+    "refusal_recall",
+    "false_refusal_rate",
+)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("eval", help="score a shard on a gold set", description=__doc__,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = subparsers.add_parser(
+        "eval",
+        help="score a shard on a gold set",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("shard", metavar="SHARD")
     parser.add_argument("gold", metavar="GOLD.jsonl")
     parser.add_argument("--json", action="store_true", help="print the scorecard as one JSON object")
     parser.add_argument("--mode", choices=(*MODES, "all"), default="hybrid")
-    parser.add_argument("--model", default=str(default_model_dir()), metavar="DIR", help="embedding model folder (default: the packaged model)")
+    parser.add_argument(
+        "--model",
+        default=str(default_model_dir()),
+        metavar="DIR",
+        help="embedding model folder (default: the packaged model)",
+    )
     parser.set_defaults(func=run)
 
 

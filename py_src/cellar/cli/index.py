@@ -22,22 +22,34 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from cellar.ingest.chunking import parse_rules
+from cellar.ingest.metadata import parse_rules
 from cellar.retrieval.embedding import ModelError, default_model_dir, load_model
+from cellar.retrieval.evaluation import calibrate, read_gold
 from cellar.retrieval.index import build_index_from_directory
-from cellar.retrieval.search import Searcher, calibrate, read_gold
+from cellar.retrieval.search import Searcher
 from cellar.retrieval.shard import write_shard
 
 
-
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("index", help="build a search shard from a folder of notebooks",
-                                   description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = subparsers.add_parser(
+        "index",
+        help="build a search shard from a folder of notebooks",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("corpus", metavar="CORPUS_DIR", help="folder of notebooks and documents")
     parser.add_argument("--out", required=True, metavar="SHARD_DIR", help="where to write the shard")
-    parser.add_argument("--rerendered", metavar="DIR",
-                        help="the output folder of `cellar rerender` for this corpus: index fresh outputs")
-    parser.add_argument("--model", default=str(default_model_dir()), metavar="DIR", help="embedding model folder (default: the packaged model)")
+    parser.add_argument(
+        "--rerendered",
+        metavar="DIR",
+        help="the output folder of `cellar rerender` for this corpus: index fresh outputs",
+    )
+    parser.add_argument(
+        "--model",
+        default=str(default_model_dir()),
+        metavar="DIR",
+        help="embedding model folder (default: the packaged model)",
+    )
     parser.add_argument("--rules", metavar="RULES.json", help='metadata rules: [{"pattern": REGEX, "meta": {...}}]')
     parser.add_argument("--glossary", metavar="GLOSSARY.json", help='abbreviations: {"kk vk": "kortsluiting ..."}')
     parser.add_argument("--calibrate", metavar="GOLD.jsonl", help="fit the refusal thresholds on this gold set")
@@ -50,7 +62,11 @@ def run(args: argparse.Namespace) -> int:
         glossary = _json(args.glossary) if args.glossary else None
         if glossary is not None and not isinstance(glossary, dict):
             raise ValueError("the glossary must be a JSON object of abbreviation -> expansion")
-        gold = read_gold(Path(args.calibrate).read_text(encoding="utf-8").splitlines(), args.calibrate) if args.calibrate else None
+        gold = (
+            read_gold(Path(args.calibrate).read_text(encoding="utf-8").splitlines(), args.calibrate)
+            if args.calibrate
+            else None
+        )
         model = load_model(args.model)
     except (OSError, ValueError, ModelError) as error:
         print(f"cellar index: {error}", file=sys.stderr)
@@ -58,8 +74,9 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     bar = _bar if sys.stderr.isatty() else None
     try:
-        built = build_index_from_directory(args.corpus, model, rules=rules, glossary=glossary,
-                                           rerendered=args.rerendered, progress=bar)
+        built = build_index_from_directory(
+            args.corpus, model, rules=rules, glossary=glossary, rerendered=args.rerendered, progress=bar
+        )
     except ValueError as error:
         print(f"\ncellar index: {error}", file=sys.stderr)
         return 2
@@ -82,9 +99,12 @@ def run(args: argparse.Namespace) -> int:
     print("statuses: " + ", ".join(f"{n} {status}" for status, n in sorted(statuses.items())), file=sys.stderr)
     if gold is not None:
         cal = index.calibration
-        print(f"calibration: {json.dumps(cal['thresholds'])}, refuses {cal['refused']['out_of_scope']} of "
-              f"{cal['gold']['questions'] - cal['gold']['answerable']} out-of-scope and "
-              f"{cal['refused']['answerable']} of {cal['gold']['answerable']} answerable questions", file=sys.stderr)
+        print(
+            f"calibration: {json.dumps(cal['thresholds'])}, refuses {cal['refused']['out_of_scope']} of "
+            f"{cal['gold']['questions'] - cal['gold']['answerable']} out-of-scope and "
+            f"{cal['refused']['answerable']} of {cal['gold']['answerable']} answerable questions",
+            file=sys.stderr,
+        )
     return 1 if built.skipped else 0
 
 
@@ -96,4 +116,9 @@ def _json(name: str) -> object:
 def _bar(done: int, total: int, what: str) -> None:
     width = 30
     filled = width * done // max(total, 1)
-    print(f"\r\x1b[K[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {what[:60]}", end="", file=sys.stderr, flush=True)
+    print(
+        f"\r\x1b[K[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {what[:60]}",
+        end="",
+        file=sys.stderr,
+        flush=True,
+    )

@@ -13,15 +13,18 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("lesson", help="check and list the lesson workbench's lessons")
     commands = parser.add_subparsers(title="lesson commands", metavar="COMMAND", required=True)
     check = commands.add_parser(
-        "check", help="validate lesson folders: files, front matter, checks, solution and starter",
+        "check",
+        help="validate lesson folders: files, front matter, checks, solution and starter",
     )
     check.add_argument("dirs", nargs="+", metavar="DIR")
     check.set_defaults(func=run_check)
     listing = commands.add_parser("list", help="list the lessons in a folder")
-    listing.add_argument("--root", default="lessons",
-                         help="the folder that holds the lesson folders (default: lessons)")
-    listing.add_argument("--json", action="store_true",
-                         help="print the lesson index as JSON (metadata, checkpoints, files)")
+    listing.add_argument(
+        "--root", default="lessons", help="the folder that holds the lesson folders (default: lessons)"
+    )
+    listing.add_argument(
+        "--json", action="store_true", help="print the lesson index as JSON (metadata, checkpoints, files)"
+    )
     listing.set_defaults(func=run_list)
 
 
@@ -48,8 +51,10 @@ def run_list(args: argparse.Namespace) -> int:
         print(json.dumps(entries, ensure_ascii=False, indent=2))
     else:
         for entry in entries:
-            print(f"{entry['number']:02d}  {entry['id']:<16} {entry['minutes']:>3} min  "
-                  f"{len(entry['checkpoints'])} checkpoints  {entry['title']['en']}")
+            print(
+                f"{entry['number']:02d}  {entry['id']:<16} {entry['minutes']:>3} min  "
+                f"{len(entry['checkpoints'])} checkpoints  {entry['title']['en']}"
+            )
     for problem in problems:
         print(problem, file=sys.stderr)
     return 1 if problems else 0

@@ -29,6 +29,7 @@ def run_distill(args: argparse.Namespace) -> int:
         print(f"cellar model distill: {error}", file=sys.stderr)
         return 1
     size = sum(entry["bytes"] for entry in manifest["files"].values())
-    print(f"{args.out}: {manifest['id']}, {manifest['vocab_size']} tokens x {manifest['dims']} dims, "
-          f"{size / 1e6:.1f} MB")
+    print(
+        f"{args.out}: {manifest['id']}, {manifest['vocab_size']} tokens x {manifest['dims']} dims, {size / 1e6:.1f} MB"
+    )
     return 0

@@ -10,20 +10,30 @@ from __future__ import annotations
 import argparse
 import sys
 
+from cellar.rerender.batch import rerender
 from cellar.rerender.environment import RequirementsError
-from cellar.rerender.batch import rerender, summary
+from cellar.rerender.report import summary
 from cellar.rerender.vfs import VfsError
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "rerender", help="re-run an archive's notebooks in a Pyodide sandbox and compare the outputs")
+        "rerender", help="re-run an archive's notebooks in a Pyodide sandbox and compare the outputs"
+    )
     parser.add_argument("archive", metavar="ARCHIVE", help="the archive folder (notebooks, pathmap.json, blobs/)")
-    parser.add_argument("--out", required=True, metavar="DIR",
-                        help="where the fresh notebooks and report.json go (never the archive itself)")
+    parser.add_argument(
+        "--out",
+        required=True,
+        metavar="DIR",
+        help="where the fresh notebooks and report.json go (never the archive itself)",
+    )
     parser.add_argument("--workers", type=int, default=1, metavar="N", help="Pyodide workers (default 1)")
-    parser.add_argument("--site", default="site", metavar="SITE_DIR",
-                        help="the built site whose Pyodide runtime and cellar wheel run the notebooks")
+    parser.add_argument(
+        "--site",
+        default="site",
+        metavar="SITE_DIR",
+        help="the built site whose Pyodide runtime and cellar wheel run the notebooks",
+    )
     parser.set_defaults(func=run)
 
 

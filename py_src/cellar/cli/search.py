@@ -18,14 +18,20 @@ from cellar.retrieval.shard import open_shard
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("search", help="search a shard", description=__doc__,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = subparsers.add_parser(
+        "search", help="search a shard", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("shard", metavar="SHARD", help="shard folder (cellar index --out)")
     parser.add_argument("query", metavar="QUERY")
     parser.add_argument("--k", type=int, default=3, help="notebooks to return (default 3)")
     parser.add_argument("--json", action="store_true", help="print the answer as JSON")
     add_filter_arguments(parser)
-    parser.add_argument("--model", default=str(default_model_dir()), metavar="DIR", help="embedding model folder (default: the packaged model)")
+    parser.add_argument(
+        "--model",
+        default=str(default_model_dir()),
+        metavar="DIR",
+        help="embedding model folder (default: the packaged model)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -47,7 +53,9 @@ def open_searcher(shard: str, model_dir: str) -> Searcher:
 def run(args: argparse.Namespace) -> int:
     try:
         searcher = open_searcher(args.shard, args.model)
-        filters = Filters(args.year_from, args.year_to, args.project, args.path_prefix, tuple(args.kind), args.include_deprecated)
+        filters = Filters(
+            args.year_from, args.year_to, args.project, args.path_prefix, tuple(args.kind), args.include_deprecated
+        )
     except (OSError, ValueError) as error:
         print(f"cellar search: {error}", file=sys.stderr)
         return 2

@@ -20,17 +20,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if not (args.site / "index.html").is_file():
-        print(f"cellar serve: {args.site}: no index.html; build the site first "
-              "(python3 build.py site)", file=sys.stderr)
+        print(
+            f"cellar serve: {args.site}: no index.html; build the site first (python3 build.py site)", file=sys.stderr
+        )
         return 1
     try:
         server = make_server(args.site, args.host, args.port, args.verbose)
     except OSError as error:
-        print(f"cellar serve: cannot listen on {args.host}:{args.port}: {error.strerror}; "
-              "choose another with --port", file=sys.stderr)
+        print(
+            f"cellar serve: cannot listen on {args.host}:{args.port}: {error.strerror}; choose another with --port",
+            file=sys.stderr,
+        )
         return 1
-    print(f"Serving {args.site} at http://{args.host}:{server.server_port}/  (Ctrl+C stops)",
-          flush=True)
+    print(f"Serving {args.site} at http://{args.host}:{server.server_port}/  (Ctrl+C stops)", flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -220,10 +220,7 @@ def _v4_cell(raw: Any, index: int, future: bool) -> Cell:
     attachments = {}
     if "attachments" in cell:
         raw_attachments = _get(cell, "attachments", dict, where)
-        attachments = {
-            name: _bundle(bundle, f"{where}.attachments.{name}")
-            for name, bundle in raw_attachments.items()
-        }
+        attachments = {name: _bundle(bundle, f"{where}.attachments.{name}") for name, bundle in raw_attachments.items()}
     return Cell(index, cell_type, source, outputs, metadata, attachments)
 
 
@@ -262,8 +259,7 @@ def _v3_cell(raw: Any, index: int) -> Cell:
             metadata = {**metadata, "collapsed": _get(cell, "collapsed", bool, where)}
         raw_outputs = _get(cell, "outputs", list, where)
         outputs = tuple(
-            _v3_output(output, number, f"{where}.outputs[{number}]")
-            for number, output in enumerate(raw_outputs)
+            _v3_output(output, number, f"{where}.outputs[{number}]") for number, output in enumerate(raw_outputs)
         )
         return Cell(index, "code", source, outputs, metadata, {})
     source = _lines(cell, "source", where, _v3_join)

@@ -22,9 +22,7 @@ def text_bytes(text: str) -> bytes:
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError as error:
-        raise ValueError(
-            f"text cannot be encoded as UTF-8 at character {error.start}: {error.reason}"
-        ) from None
+        raise ValueError(f"text cannot be encoded as UTF-8 at character {error.start}: {error.reason}") from None
 
 
 def revision(data: str | bytes) -> str:

@@ -38,14 +38,24 @@ from typing import Any
 
 LANGUAGES = ("en", "nl")
 REQUIRED_FILES = (
-    "lesson.en.md", "lesson.nl.md", "main.py", "solution.py", "checkpoints.toml", "checks.py",
+    "lesson.en.md",
+    "lesson.nl.md",
+    "main.py",
+    "solution.py",
+    "checkpoints.toml",
+    "checks.py",
 )
 TEXT_SUFFIXES = {".md", ".py", ".toml", ".json", ".txt", ".csv"}
 # Front matter keys and their types; `module` and `title` are translated, the others must be
 # the same in every language. `next` is "" for the last lesson.
 FRONT_MATTER = {
-    "id": str, "module": str, "number": int, "title": str,
-    "minutes": int, "prerequisites": list, "next": str,
+    "id": str,
+    "module": str,
+    "number": int,
+    "title": str,
+    "minutes": int,
+    "prerequisites": list,
+    "next": str,
 }
 TRANSLATED = ("module", "title")
 CHECKPOINT_KEYS = ("id", "check", "title", "task", "hint")
@@ -193,9 +203,7 @@ def _parse_lesson(files: dict[str, str], source: str) -> tuple[Lesson | None, li
             for key in (key for key in FRONT_MATTER if key not in TRANSLATED):
                 theirs, ours = getattr(pages[lang], key), getattr(pages[first], key)
                 if theirs != ours:
-                    problems.append(
-                        f"lesson.{lang}.md: {key} is {theirs!r} but lesson.{first}.md has {ours!r}"
-                    )
+                    problems.append(f"lesson.{lang}.md: {key} is {theirs!r} but lesson.{first}.md has {ours!r}")
     checkpoints: tuple[Checkpoint, ...] = ()
     if "checkpoints.toml" in files:
         checkpoints, checkpoint_problems = parse_checkpoints(files["checkpoints.toml"])
@@ -204,9 +212,15 @@ def _parse_lesson(files: dict[str, str], source: str) -> tuple[Lesson | None, li
         return None, problems
     page = pages[LANGUAGES[0]]
     lesson = Lesson(
-        id=page.id, number=page.number, minutes=page.minutes,
-        prerequisites=page.prerequisites, next=page.next,
-        pages=pages, checkpoints=checkpoints, files=files, source=source,
+        id=page.id,
+        number=page.number,
+        minutes=page.minutes,
+        prerequisites=page.prerequisites,
+        next=page.next,
+        pages=pages,
+        checkpoints=checkpoints,
+        files=files,
+        source=source,
     )
     return lesson, []
 
@@ -224,8 +238,7 @@ def parse_page(text: str, lang: str) -> tuple[Page | None, list[str]]:
         front = tomllib.loads("".join(lines[1:close]))
     except tomllib.TOMLDecodeError as error:
         return None, [f"{name}: front matter is not valid TOML: {error}"]
-    problems = [f"{name}: front matter has an unknown key {key!r}"
-                for key in front if key not in FRONT_MATTER]
+    problems = [f"{name}: front matter has an unknown key {key!r}" for key in front if key not in FRONT_MATTER]
     for key, kind in FRONT_MATTER.items():
         if key not in front:
             problems.append(f"{name}: front matter has no {key!r}")
@@ -234,15 +247,21 @@ def parse_page(text: str, lang: str) -> tuple[Page | None, list[str]]:
     if problems:
         return None, problems
     problems += _front_matter_values(front, name)
-    body = "".join(lines[close + 1:])
+    body = "".join(lines[close + 1 :])
     if not body.strip():
         problems.append(f"{name}: has no text after the front matter")
     if problems:
         return None, problems
     page = Page(
-        lang=lang, id=front["id"], module=front["module"], number=front["number"],
-        title=front["title"], minutes=front["minutes"],
-        prerequisites=tuple(front["prerequisites"]), next=front["next"] or None, body=body,
+        lang=lang,
+        id=front["id"],
+        module=front["module"],
+        number=front["number"],
+        title=front["title"],
+        minutes=front["minutes"],
+        prerequisites=tuple(front["prerequisites"]),
+        next=front["next"] or None,
+        body=body,
     )
     return page, []
 
@@ -261,7 +280,7 @@ def _front_matter_values(front: dict[str, Any], name: str) -> list[str]:
         if not isinstance(prerequisite, str) or not LESSON_ID.fullmatch(prerequisite):
             problems.append(f"{name}: prerequisite {prerequisite!r} is not a lesson id")
     if front["next"] and not LESSON_ID.fullmatch(front["next"]):
-        problems.append(f"{name}: next {front['next']!r} is not a lesson id (or \"\" for none)")
+        problems.append(f'{name}: next {front["next"]!r} is not a lesson id (or "" for none)')
     return problems
 
 
@@ -283,8 +302,7 @@ def parse_checkpoints(text: str) -> tuple[tuple[Checkpoint, ...], list[str]]:
     checkpoints = []
     for position, entry in enumerate(entries, 1):
         where = f"{name}: checkpoint {entry.get('id', position)!r}"
-        entry_problems = [f"{where} has an unknown key {key!r}"
-                          for key in entry if key not in CHECKPOINT_KEYS]
+        entry_problems = [f"{where} has an unknown key {key!r}" for key in entry if key not in CHECKPOINT_KEYS]
         for key in ("id", "check"):
             if not isinstance(entry.get(key), str) or not NAME.fullmatch(entry[key]):
                 entry_problems.append(f"{where}: {key} must be a Python name")
@@ -297,32 +315,36 @@ def parse_checkpoints(text: str) -> tuple[tuple[Checkpoint, ...], list[str]]:
         if entry_problems:
             problems += entry_problems
             continue
-        checkpoints.append(Checkpoint(entry["id"], entry["check"], entry["title"],
-                                      entry["task"], entry["hint"]))
+        checkpoints.append(Checkpoint(entry["id"], entry["check"], entry["title"], entry["task"], entry["hint"]))
     ids = [checkpoint.id for checkpoint in checkpoints]
-    problems += [f"{name}: checkpoint id {i!r} occurs more than once"
-                 for i in sorted({i for i in ids if ids.count(i) > 1})]
+    problems += [
+        f"{name}: checkpoint id {i!r} occurs more than once" for i in sorted({i for i in ids if ids.count(i) > 1})
+    ]
     return tuple(checkpoints), problems
 
 
 # --- running learner code -----------------------------------------------------------------------
 
 
-def run_learner_code(
-    source: str, *, filename: str = LEARNER_FILE, module_name: str = "__main__"
-) -> RunResult:
+def run_learner_code(source: str, *, filename: str = LEARNER_FILE, module_name: str = "__main__") -> RunResult:
     """Run `source` as the file `filename` in a fresh namespace, capturing stdout and stderr.
 
     `module_name` is what `__name__` is: "__main__" when the learner presses Run, so that an
     `if __name__ == "__main__":` demo runs; the checker uses another name to skip it.
     """
     namespace: dict[str, Any] = {
-        "__name__": module_name, "__file__": filename, "__builtins__": builtins,
+        "__name__": module_name,
+        "__file__": filename,
+        "__builtins__": builtins,
     }
     stdout, stderr = io.StringIO(), io.StringIO()
     report = summary = None
-    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr), \
-            warnings.catch_warnings(), _source_lines(filename, source):
+    with (
+        contextlib.redirect_stdout(stdout),
+        contextlib.redirect_stderr(stderr),
+        warnings.catch_warnings(),
+        _source_lines(filename, source),
+    ):
         warnings.showwarning = _show_warning  # on this run's stderr, whoever else listens
         try:
             # dont_inherit: this module's `from __future__` imports must not leak into the learner's
@@ -336,8 +358,12 @@ def run_learner_code(
 
 
 def _show_warning(
-    message: Warning | str, category: type[Warning], filename: str, lineno: int,
-    file: Any = None, line: str | None = None,
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: Any = None,
+    line: str | None = None,
 ) -> None:
     sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
 
@@ -391,8 +417,11 @@ def check(lesson: Lesson, checkpoint_id: str, source: str) -> Verdict:
     run = run_learner_code(source, module_name="main")
     if not run.ok:
         return Verdict(False, f"main.py stopped before the check could start: {run.error}")
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
-            warnings.catch_warnings():
+    with (
+        contextlib.redirect_stdout(io.StringIO()),
+        contextlib.redirect_stderr(io.StringIO()),
+        warnings.catch_warnings(),
+    ):
         warnings.simplefilter("ignore")  # what the learner's code prints during a check is not shown
         try:
             check_function(run.namespace)
@@ -405,8 +434,7 @@ def check(lesson: Lesson, checkpoint_id: str, source: str) -> Verdict:
 
 def check_all(lesson: Lesson, source: str) -> dict[str, Verdict]:
     """The verdict of every checkpoint, in the lesson's order."""
-    return {checkpoint.id: check(lesson, checkpoint.id, source)
-            for checkpoint in lesson.checkpoints}
+    return {checkpoint.id: check(lesson, checkpoint.id, source) for checkpoint in lesson.checkpoints}
 
 
 def _check_functions(lesson: Lesson) -> dict[str, Callable[[dict[str, Any]], None]]:
@@ -415,7 +443,7 @@ def _check_functions(lesson: Lesson) -> dict[str, Callable[[dict[str, Any]], Non
     try:
         exec(compile(lesson.files["checks.py"], "checks.py", "exec", dont_inherit=True), namespace)
     except Exception as error:
-        raise LessonError(f"{lesson.source}: checks.py fails: {_describe(error, 'checks.py')}")
+        raise LessonError(f"{lesson.source}: checks.py fails: {_describe(error, 'checks.py')}") from None
     functions = {}
     for checkpoint in lesson.checkpoints:
         function = namespace.get(checkpoint.check)
@@ -444,9 +472,7 @@ def call(label: str, function: Callable[..., Any], /, *args: Any, **kwargs: Any)
         raise CheckFailure(f"{label} {_raised(error)}") from None
 
 
-def expect_value_error(
-    label: str, why: str, function: Callable[..., Any], /, *args: Any, **kwargs: Any
-) -> None:
+def expect_value_error(label: str, why: str, function: Callable[..., Any], /, *args: Any, **kwargs: Any) -> None:
     """The call must raise ValueError; `why` finishes the sentence "expected a ValueError because"."""
     try:
         result = function(*args, **kwargs)
@@ -480,8 +506,7 @@ def find_lessons(root: str | PathLike[str]) -> list[Path]:
     """The lesson folders (named NN-id) directly under `root`, in order."""
     if not Path(root).is_dir():
         raise LessonError(f"{root}: not a directory")
-    return sorted(path for path in Path(root).iterdir()
-                  if path.is_dir() and FOLDER.fullmatch(path.name))
+    return sorted(path for path in Path(root).iterdir() if path.is_dir() and FOLDER.fullmatch(path.name))
 
 
 def validate_lesson(path: str | PathLike[str]) -> list[str]:
@@ -520,16 +545,19 @@ def validate_lesson(path: str | PathLike[str]) -> list[str]:
 def _placement_problems(lesson: Lesson, folder: Path) -> list[str]:
     """The folder's name, and the prerequisites and next lesson among the sibling folders."""
     expected = f"{lesson.number:02d}-{lesson.id}"
-    problems = [] if folder.name == expected else [
-        f"the folder is named {folder.name!r}; number and id say {expected!r}"
-    ]
+    problems = (
+        [] if folder.name == expected else [f"the folder is named {folder.name!r}; number and id say {expected!r}"]
+    )
     siblings = {}
     for sibling in find_lessons(folder.parent):
         number, lesson_id = FOLDER.fullmatch(sibling.name).groups()
         if sibling.resolve() != folder.resolve():
             siblings[lesson_id] = int(number)
-    problems += [f"lesson number {lesson.number} is also used by {other}"
-                 for other, number in siblings.items() if number == lesson.number]
+    problems += [
+        f"lesson number {lesson.number} is also used by {other}"
+        for other, number in siblings.items()
+        if number == lesson.number
+    ]
     for prerequisite in lesson.prerequisites:
         if siblings.get(prerequisite, lesson.number) >= lesson.number:
             problems.append(f"prerequisite {prerequisite!r} is not an earlier lesson")
@@ -584,8 +612,7 @@ def lesson_summary(lesson: Lesson) -> dict[str, Any]:
         "title": {lang: page.title for lang, page in lesson.pages.items()},
         "module": {lang: page.module for lang, page in lesson.pages.items()},
         "checkpoints": [
-            {"id": c.id, "title": dict(c.title), "task": dict(c.task), "hint": dict(c.hint)}
-            for c in lesson.checkpoints
+            {"id": c.id, "title": dict(c.title), "task": dict(c.task), "hint": dict(c.hint)} for c in lesson.checkpoints
         ],
         "files": sorted(lesson.files),
     }

@@ -27,62 +27,33 @@ import base64
 import json
 import os
 import queue
-import re
 import sys
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cellar.rerender import compare, environment, vfs
-from cellar.ingest.notebook import NEWEST_MINOR, Notebook, NotebookError, read_notebook
+from cellar.ingest.notebook import NotebookError, read_notebook
 from cellar.ingest.provenance import revision
+from cellar.records import RERENDER_STATUSES, ReportEntry
+from cellar.rerender import environment, vfs
 from cellar.rerender.pyodide_host import PyodideError, PyodideHost
+from cellar.rerender.report import REPORT_FILE, Settings, dump_notebook, make_report, notebook_cwd, rerender_notebook
 
-CONFIG_FILE = "rerender.json"
-REPORT_FILE = "report.json"
 DEFAULT_CACHE = Path(os.environ.get("CELLAR_CACHE") or Path.home() / ".cache" / "cellar") / "wheels"
 HOST_MARGIN = 30.0  # seconds past the notebook's limit before the host gives up on a worker
 
 
-@dataclass(frozen=True)
-class Settings:
-    """How to re-render an archive: its limits, clock and sanitisers (from rerender.json)."""
-
-    cell_timeout: float = 60.0
-    notebook_timeout: float = 300.0
-    clock: str | None = None
-    sanitizers: tuple[tuple[str, str], ...] = ()
-
-    @classmethod
-    def load(cls, archive: Path) -> Settings:
-        path = archive / CONFIG_FILE
-        return cls.from_json(path.read_text(encoding="utf-8"), str(path)) if path.is_file() else cls()
-
-    @classmethod
-    def from_json(cls, text: str, source: str = CONFIG_FILE) -> Settings:
-        """The settings in the text of a rerender.json; a bad one is a ValueError naming `source`."""
-        try:
-            data = json.loads(text)
-            settings = cls(**{**data, "sanitizers": tuple(map(tuple, data.get("sanitizers", ())))})
-        except (ValueError, TypeError, AttributeError) as error:
-            raise ValueError(f"{source}: {error}") from None
-        compare.compile_sanitizers(settings.sanitizers)  # fails early, naming a bad regex
-        return settings
-
-    def limits(self) -> dict[str, Any]:
-        return {"cell_timeout": self.cell_timeout, "notebook_timeout": self.notebook_timeout,
-                "clock": self.clock}
-
-
 def find_notebooks(archive: Path, skip: Path | None = None) -> list[Path]:
     """The archive's notebooks, sorted; checkpoints and anything under `skip` (the output) left out."""
-    return sorted(path for path in archive.rglob("*.ipynb")
-                  if ".ipynb_checkpoints" not in path.parts
-                  and not (skip is not None and path.resolve().is_relative_to(skip.resolve())))
+    return sorted(
+        path
+        for path in archive.rglob("*.ipynb")
+        if ".ipynb_checkpoints" not in path.parts
+        and not (skip is not None and path.resolve().is_relative_to(skip.resolve()))
+    )
 
 
 def load_blobs(archive: Path, pathmap: vfs.PathMap) -> dict[str, bytes]:
@@ -100,45 +71,6 @@ def load_blobs(archive: Path, pathmap: vfs.PathMap) -> dict[str, bytes]:
     return blobs
 
 
-def fresh_notebook(saved: Notebook, runs: list[dict[str, Any]], status: dict[str, Any]) -> dict[str, Any]:
-    """The saved notebook's cells (nbformat 4) with the fresh outputs of the code cells that ran."""
-    fresh_runs = iter(runs)
-    cells = []
-    for cell in saved.cells:
-        raw: dict[str, Any] = {"cell_type": cell.cell_type, "metadata": cell.metadata, "source": cell.source}
-        if cell.attachments:
-            raw["attachments"] = cell.attachments
-        if cell.cell_type == "code":
-            run = next(fresh_runs, {"execution_count": None, "outputs": []})
-            raw["execution_count"] = run["execution_count"]
-            raw["outputs"] = run["outputs"]
-        cells.append(raw)
-    metadata = {**saved.metadata, "cellar_rerender": status}
-    # 4.4 (no cell ids to invent), or the saved notebook's own minor when it is newer than any
-    # cellar knows: its cell types may be ones only that version defines
-    future = saved.nbformat[0] == 4 and saved.nbformat[1] > NEWEST_MINOR
-    minor = saved.nbformat[1] if future else 4
-    return {"cells": cells, "metadata": metadata, "nbformat": 4, "nbformat_minor": minor}
-
-
-def dump_notebook(notebook: dict[str, Any]) -> bytes:
-    """nbformat's own layout (indent 1, sorted keys), so that equal runs give equal bytes."""
-    return (json.dumps(notebook, indent=1, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
-
-
-def notebook_cwd(relative: str) -> str:
-    """The logical folder a notebook starts in: its own, with the archive root as `/`."""
-    parent = Path(relative).parent.as_posix()
-    return "/" if parent == "." else f"/{parent}"
-
-
-def reason_key(reason: str) -> str:
-    """A stale reason without the cell number, so that the same cause counts once per notebook."""
-    if reason.startswith("requirement "):
-        return reason.split(" (", 1)[0]  # one line per missing requirement, whatever each cell raised
-    return re.sub(r"^cell \d+: ", "", reason)[:160]
-
-
 class Worker:
     """One Pyodide worker: a PyodideHost with the environment loaded and the sandbox prepared.
 
@@ -154,8 +86,9 @@ class Worker:
 
     def __init__(self, runtime: Path, wheels: list[str], packages: list[str], cache: Path | None = CACHE) -> None:
         self.args = (runtime, wheels, packages)
-        self.start_files = None if cache is None else (
-            cache / f"{environment.fingerprint(runtime, packages, wheels)}.zip")
+        self.start_files = (
+            None if cache is None else (cache / f"{environment.fingerprint(runtime, packages, wheels)}.zip")
+        )
         self.start_seconds = 0.0
         self.host = self._start()
 
@@ -163,8 +96,9 @@ class Worker:
         started = time.perf_counter()
         runtime, wheels, packages = self.args
         kept = self.start_files is not None and self.start_files.is_file()
-        host = PyodideHost(runtime, wheels=wheels, packages=packages,
-                           files={self.START_FILES: self.start_files} if kept else None)
+        host = PyodideHost(
+            runtime, wheels=wheels, packages=packages, files={self.START_FILES: self.start_files} if kept else None
+        )
         start_files = self.START_FILES if self.start_files else None
         host.run(f"import cellar.rerender.sandbox as sandbox; sandbox.prepare(start_files={start_files!r})")
         if self.start_files and not kept:
@@ -189,16 +123,21 @@ class Worker:
         """The sandbox's result for `request`, sending only the `blobs` (id -> base64) this process
         has not had yet; a worker that does not answer in time is replaced, and the run stopped."""
         fresh = {blob_id: data for blob_id, data in blobs.items() if blob_id not in self.sent}
-        code = ("import cellar.rerender.sandbox as sandbox; "
-                f"sandbox.run_request({json.dumps({**request, 'blobs': fresh})!r})")
+        code = (
+            "import cellar.rerender.sandbox as sandbox; "
+            f"sandbox.run_request({json.dumps({**request, 'blobs': fresh})!r})"
+        )
         try:
             reply = json.loads(self.host.run(code, timeout=timeout))
             self.sent.update(fresh)
             return reply
         except TimeoutError:
             self.host = self._start()  # run() closed the stuck process
-            return {"cells": [], "stopped": f"the worker did not answer within {timeout:g} s "
-                    "(stopped and restarted)", "seconds": timeout}
+            return {
+                "cells": [],
+                "stopped": f"the worker did not answer within {timeout:g} s (stopped and restarted)",
+                "seconds": timeout,
+            }
         except PyodideError as error:
             last = str(error).strip().splitlines()[-1:] or ["unknown error"]
             return {"cells": [], "stopped": f"the sandbox failed: {last[0]}", "seconds": 0.0}
@@ -220,7 +159,7 @@ def _progress(done: int, total: int, counts: Counter, started: float) -> None:
     """A bar redrawn in place on a terminal; a line per notebook in a log (CI, a build's output)."""
     width = 30
     filled = width * done // max(total, 1)
-    tally = " ".join(f"{status} {counts[status]}" for status in ("clean", "drifted", "stale"))
+    tally = " ".join(f"{status} {counts[status]}" for status in RERENDER_STATUSES)
     line = f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total} notebooks  {tally}  {time.monotonic() - started:.0f} s"
     sys.stderr.write(f"\r{line}" if sys.stderr.isatty() else f"{line}\n")
     sys.stderr.flush()
@@ -240,12 +179,9 @@ def rerender(
         raise ValueError(f"{out}: the output must not be the archive itself")
     started = time.monotonic()
     settings = Settings.load(archive)
-    sanitizers = compare.compile_sanitizers(settings.sanitizers)
     pathmap_file = archive / vfs.PATHMAP_FILE
-    pathmap = vfs.load_pathmap(pathmap_file) if pathmap_file.is_file() else vfs.PathMap.from_dict(
-        {"format": vfs.FORMAT, "files": {}})
-    blobs = {blob_id: base64.b64encode(data).decode("ascii")
-             for blob_id, data in load_blobs(archive, pathmap).items()}
+    pathmap = vfs.load_pathmap(pathmap_file) if pathmap_file.is_file() else vfs.PathMap.empty()
+    blobs = {blob_id: base64.b64encode(data).decode("ascii") for blob_id, data in load_blobs(archive, pathmap).items()}
     requirements_file = archive / "requirements.txt"
     requirements = environment.read_requirements(requirements_file) if requirements_file.is_file() else []
     runtime, site_wheels = site_runtime(Path(site))
@@ -255,12 +191,12 @@ def rerender(
     paths = find_notebooks(archive, skip=out)
     for path in paths:
         jobs.put(path)
-    entries: dict[str, dict[str, Any]] = {}
+    entries: dict[str, ReportEntry] = {}
     counts: Counter = Counter()
     lock = threading.Lock()
     worker_starts: list[float] = []
 
-    def record(entry: dict[str, Any]) -> None:
+    def record(entry: ReportEntry) -> None:
         with lock:
             entries[entry["path"]] = entry
             counts[entry["status"]] += 1
@@ -282,25 +218,42 @@ def rerender(
                 try:
                     saved = read_notebook(data, relative)
                 except NotebookError as error:
-                    record({"path": relative, "status": "stale", "reason": f"unreadable: {error.problem}",
-                            "revision": revision(data), "seconds": 0.0, "cells": []})
+                    record(
+                        {
+                            "path": relative,
+                            "status": "stale",
+                            "reason": f"unreadable: {error.problem}",
+                            "revision": revision(data),
+                            "seconds": 0.0,
+                            "cells": [],
+                        }
+                    )
                     continue
-                sources = [cell.source for cell in saved.cells if cell.cell_type == "code"]
-                blocked = environment.blocking_requirement(sources, env)
-                if blocked:
-                    result = {"cells": [], "stopped": blocked, "seconds": 0.0}
-                else:
+
+                def run(sources: list[str], cwd: str = notebook_cwd(relative)) -> dict[str, Any]:
+                    nonlocal worker
                     if worker is None:
-                        worker = Worker(runtime, site_wheels + [wheel.path for wheel in env.wheels],
-                                        env.packages)
-                    request = {"cells": sources, "pathmap": pathmap.data, "cwd": notebook_cwd(relative),
-                               "limits": settings.limits()}
-                    result = worker.run(request, blobs, settings.notebook_timeout + HOST_MARGIN)
+                        worker = Worker(runtime, site_wheels + [wheel.path for wheel in env.wheels], env.packages)
+                    request = {"cells": sources, "pathmap": pathmap.data, "cwd": cwd, "limits": settings.limits()}
+                    return worker.run(request, blobs, settings.notebook_timeout + HOST_MARGIN)
+
                 try:
-                    record(_finish(saved, result, out / relative, sanitizers, env))
+                    fresh, entry = rerender_notebook(saved, env, settings, run)
+                    target = out / relative
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(dump_notebook(fresh))
+                    record(entry)
                 except (NotebookError, ValueError) as error:  # one odd notebook never stops the batch
-                    record({"path": relative, "status": "stale", "reason": f"cannot be compared: {error}",
-                            "revision": saved.revision, "seconds": round(result["seconds"], 3), "cells": []})
+                    record(
+                        {
+                            "path": relative,
+                            "status": "stale",
+                            "reason": f"cannot be compared: {error}",
+                            "revision": saved.revision,
+                            "seconds": None,
+                            "cells": [],
+                        }
+                    )
         except BaseException as error:  # a worker that cannot start stops the pool, and is raised below
             failures.append(error)
         finally:
@@ -318,79 +271,14 @@ def rerender(
         raise failures[0]
     if progress and sys.stderr.isatty():
         sys.stderr.write("\n")
-    report = _report(archive, env, [entries[path.relative_to(archive).as_posix()] for path in paths],
-                     worker_starts, time.monotonic() - started, workers)
+    report = make_report(
+        archive,
+        env,
+        [entries[path.relative_to(archive).as_posix()] for path in paths],
+        worker_starts,
+        time.monotonic() - started,
+        workers,
+    )
     out.mkdir(parents=True, exist_ok=True)
     (out / REPORT_FILE).write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return report
-
-
-def _finish(saved: Notebook, result: dict[str, Any], target: Path,
-            sanitizers: tuple[tuple[re.Pattern[str], str], ...], env: environment.Environment) -> dict[str, Any]:
-    """Judge a run, write the fresh notebook, and return the report entry."""
-    fresh, entry = judge(saved, result, sanitizers, env)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(dump_notebook(fresh))
-    return entry
-
-
-def judge(saved: Notebook, result: dict[str, Any], sanitizers: tuple[tuple[re.Pattern[str], str], ...],
-          env: environment.Environment) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Compare a sandbox run with the saved notebook: the fresh notebook (its metadata holding the
-    status) and the report entry (status, reason, cell diffs, seconds). Pure: the build and the
-    viewer's Re-render button both judge with it."""
-    draft = fresh_notebook(saved, result["cells"], {})
-    fresh = read_notebook(dump_notebook(draft), saved.path)
-    comparison = compare.compare_notebooks(saved, fresh, sanitizers, stopped=result["stopped"])
-    reason = comparison.reason and environment.attribute_failure(comparison.reason, env)
-    # `ran`: how many code cells ran, so that a reader of the fresh notebook alone can tell a cell
-    # that printed nothing from one the run never reached
-    status = {"status": comparison.status, "reason": reason, "ran": len(result["cells"])}
-    entry = {**comparison.to_dict(), "reason": reason, "revision": saved.revision,
-             "seconds": round(result["seconds"], 3)}
-    return fresh_notebook(saved, result["cells"], status), entry
-
-
-def _report(archive: Path, env: environment.Environment, entries: list[dict[str, Any]],
-            worker_starts: list[float], seconds: float, workers: int) -> dict[str, Any]:
-    counts = Counter(entry["status"] for entry in entries)
-    reasons = Counter(reason_key(entry["reason"]) for entry in entries if entry["status"] == "stale")
-    return {
-        "archive": str(archive),
-        "environment": env.to_dict(),
-        "counts": {status: counts.get(status, 0) for status in ("clean", "drifted", "stale")},
-        "top_reasons": [{"reason": reason, "notebooks": n} for reason, n in reasons.most_common(10)],
-        "timings": {"total_seconds": round(seconds, 2), "workers": workers,
-                    "worker_start_seconds": [round(value, 2) for value in sorted(worker_starts)]},
-        "notebooks": entries,
-    }
-
-
-def read_report(out: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
-    """The entries of the report in a `rerender` output folder, by notebook path. A missing or
-    unreadable report is a ValueError that names it."""
-    path = Path(out) / REPORT_FILE
-    try:
-        report = json.loads(path.read_text(encoding="utf-8"))
-        return {entry["path"]: entry for entry in report["notebooks"]}
-    except FileNotFoundError:
-        raise ValueError(f"{path}: no re-render report here (run `cellar rerender ARCHIVE --out {out}`)") from None
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        raise ValueError(f"{path}: not a re-render report: {error}") from None
-
-
-def summary(report: dict[str, Any]) -> str:
-    """The report as a short table: counts per status, the top stale reasons, the time taken."""
-    total = sum(report["counts"].values())
-    lines = [f"{'status':<10}{'notebooks':>10}"]
-    lines += [f"{status:<10}{n:>10}" for status, n in report["counts"].items()]
-    lines.append(f"{'total':<10}{total:>10}")
-    if report["top_reasons"]:
-        lines.append("\ntop stale reasons:")
-        lines += [f"{item['notebooks']:>4}  {item['reason']}" for item in report["top_reasons"]]
-    for name, reason in report["environment"]["unavailable"].items():
-        lines.append(f"\nunavailable requirement {name}: {reason}")
-    timings = report["timings"]
-    lines.append(f"\n{total} notebooks in {timings['total_seconds']} s with {timings['workers']} "
-                 f"worker(s); worker start {timings['worker_start_seconds']} s")
-    return "\n".join(lines)

@@ -123,8 +123,7 @@ def sanitize(text: str, sanitizers: Sequence[tuple[re.Pattern[str], str]]) -> st
     return text
 
 
-def normalise(outputs: Sequence[Output], sanitizers: Sequence[tuple[re.Pattern[str], str]]
-              ) -> list[_Normalised]:
+def normalise(outputs: Sequence[Output], sanitizers: Sequence[tuple[re.Pattern[str], str]]) -> list[_Normalised]:
     """A cell's outputs reduced to what is compared (see the module docstring)."""
     merged: list[_Normalised] = []
     for output in outputs:
@@ -157,8 +156,7 @@ def _rich(output: Output) -> list[_Normalised]:
     images = sorted(mime for mime in output.data if mime.startswith("image/") and mime != "image/svg+xml")
     if images:
         data = _decode(output.data[images[0]])
-        found.append(_Normalised(images[0], images[0], f"<{images[0]} {_describe(data)}>",
-                                 output.index, image=data))
+        found.append(_Normalised(images[0], images[0], f"<{images[0]} {_describe(data)}>", output.index, image=data))
     for mime in RESULT_MIMES:
         if mime in output.data and (mime == "text/plain" or "text/plain" not in output.data):
             if images and mime == "text/plain":
@@ -216,8 +214,9 @@ def images_match(a: bytes, b: bytes) -> tuple[bool, str]:
 def _pair(saved: _Normalised, fresh: _Normalised) -> OutputDiff:
     if saved.image is not None and fresh.image is not None and saved.kind == fresh.kind:
         same, why = images_match(saved.image, fresh.image)
-        return OutputDiff("same" if same else "changed", saved.kind, saved.index, fresh.index,
-                          "" if same else f"image: {why}")
+        return OutputDiff(
+            "same" if same else "changed", saved.kind, saved.index, fresh.index, "" if same else f"image: {why}"
+        )
     if saved.kind == fresh.kind and saved.key == fresh.key:
         return OutputDiff("same", saved.kind, saved.index, fresh.index)
     return OutputDiff("changed", fresh.kind, saved.index, fresh.index, text_diff(saved.text, fresh.text))
@@ -225,41 +224,50 @@ def _pair(saved: _Normalised, fresh: _Normalised) -> OutputDiff:
 
 def text_diff(saved: str, fresh: str, limit: int = 40) -> str:
     """A unified diff, saved -> fresh, cut to `limit` lines."""
-    lines = list(difflib.unified_diff(saved.splitlines(), fresh.splitlines(), "saved", "fresh",
-                                      n=1, lineterm=""))
+    lines = list(difflib.unified_diff(saved.splitlines(), fresh.splitlines(), "saved", "fresh", n=1, lineterm=""))
     if len(lines) > limit:
         lines = lines[:limit] + [f"... ({len(lines) - limit} more lines)"]
     return "\n".join(lines)
 
 
-def compare_cell(cell: int, saved: Sequence[Output], fresh: Sequence[Output],
-                 sanitizers: Sequence[tuple[re.Pattern[str], str]]) -> CellDiff:
+def compare_cell(
+    cell: int, saved: Sequence[Output], fresh: Sequence[Output], sanitizers: Sequence[tuple[re.Pattern[str], str]]
+) -> CellDiff:
     """Align a cell's normalised saved and fresh outputs and label each pair."""
     old, new = normalise(saved, sanitizers), normalise(fresh, sanitizers)
     signature = [(item.kind, item.key if item.image is None else item.kind) for item in old]
     matcher = difflib.SequenceMatcher(
-        None, signature, [(item.kind, item.key if item.image is None else item.kind) for item in new],
-        autojunk=False)
+        None, signature, [(item.kind, item.key if item.image is None else item.kind) for item in new], autojunk=False
+    )
     diffs: list[OutputDiff] = []
-    for tag, a0, a1, b0, b1 in matcher.get_opcodes():
+    for _, a0, a1, b0, b1 in matcher.get_opcodes():
         pairs = min(a1 - a0, b1 - b0)
         diffs += [_pair(old[a0 + k], new[b0 + k]) for k in range(pairs)]
-        diffs += [OutputDiff("missing", item.kind, item.index, None, text_diff(item.text, ""))
-                  for item in old[a0 + pairs:a1]]
-        diffs += [OutputDiff("new", item.kind, None, item.index, text_diff("", item.text))
-                  for item in new[b0 + pairs:b1]]
+        diffs += [
+            OutputDiff("missing", item.kind, item.index, None, text_diff(item.text, ""))
+            for item in old[a0 + pairs : a1]
+        ]
+        diffs += [
+            OutputDiff("new", item.kind, None, item.index, text_diff("", item.text)) for item in new[b0 + pairs : b1]
+        ]
     return CellDiff(cell, tuple(diffs))
 
 
 def first_new_error(saved: Sequence[Output], fresh: Sequence[Output]) -> Output | None:
     """The first fresh error output whose ename and evalue the saved outputs do not have."""
     known = {(output.ename, output.evalue) for output in saved if output.output_type == "error"}
-    return next((output for output in fresh if output.output_type == "error"
-                 and (output.ename, output.evalue) not in known), None)
+    return next(
+        (output for output in fresh if output.output_type == "error" and (output.ename, output.evalue) not in known),
+        None,
+    )
 
 
-def compare_notebooks(saved: Notebook, fresh: Notebook, sanitizers: Sequence[tuple[re.Pattern[str], str]]
-                      = compile_sanitizers(), stopped: str | None = None) -> NotebookComparison:
+def compare_notebooks(
+    saved: Notebook,
+    fresh: Notebook,
+    sanitizers: Sequence[tuple[re.Pattern[str], str]] = compile_sanitizers(),
+    stopped: str | None = None,
+) -> NotebookComparison:
     """The status of a re-run: `fresh` has the same cells as `saved`, with the outputs of the run.
 
     `stopped` is why the run stopped early (cells after it have no fresh outputs); it makes the

@@ -35,9 +35,16 @@ from cellar.ingest.provenance import file_revision, revision
 REQUIREMENT = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*(?:==\s*([^\s;#]+))?")
 HASH = re.compile(r"--hash=sha256:([0-9a-f]{64})")
 # Import names that differ from the distribution's, for the packages seen in archives so far.
-IMPORT_NAMES = {"python-ternary": "ternary", "scikit-learn": "sklearn", "pillow": "PIL",
-                "python-dateutil": "dateutil", "typing-extensions": "typing_extensions",
-                "pyyaml": "yaml", "beautifulsoup4": "bs4", "coolprop": "CoolProp"}
+IMPORT_NAMES = {
+    "python-ternary": "ternary",
+    "scikit-learn": "sklearn",
+    "pillow": "PIL",
+    "python-dateutil": "dateutil",
+    "typing-extensions": "typing_extensions",
+    "pyyaml": "yaml",
+    "beautifulsoup4": "bs4",
+    "coolprop": "CoolProp",
+}
 BASE_PACKAGES = ("ipython", "matplotlib", "pandas")  # what cellar.rerender.sandbox.prepare() imports
 
 
@@ -92,19 +99,22 @@ def parse_requirements(text: str, source: str = "requirements.txt") -> list[Requ
         match = REQUIREMENT.match(line)
         if match is None or line.startswith("-"):
             raise RequirementsError(f"{source}:{number}: not a requirement: {raw.strip()!r}")
-        requirements.append(Requirement(normalise_name(match.group(1)), match.group(2),
-                                        tuple(HASH.findall(line)), number))
+        requirements.append(
+            Requirement(normalise_name(match.group(1)), match.group(2), tuple(HASH.findall(line)), number)
+        )
     return requirements
 
 
-
-
-def runtime_builds(lock: dict[str, Any], shipped: Callable[[str], bool] = lambda file_name: True
-                   ) -> dict[str, tuple[str, str]]:
+def runtime_builds(
+    lock: dict[str, Any], shipped: Callable[[str], bool] = lambda file_name: True
+) -> dict[str, tuple[str, str]]:
     """Normalised name -> (lock name, version) of the packages of a parsed `pyodide-lock.json`
     whose file is `shipped` (the runtime folder has it)."""
-    return {normalise_name(name): (name, entry["version"]) for name, entry in lock["packages"].items()
-            if shipped(entry["file_name"])}
+    return {
+        normalise_name(name): (name, entry["version"])
+        for name, entry in lock["packages"].items()
+        if shipped(entry["file_name"])
+    }
 
 
 def _runtime_builds(runtime: Path) -> dict[str, tuple[str, str]]:
@@ -131,18 +141,42 @@ def _pure_wheel(requirement: Requirement, cache: Path) -> Wheel | str:
     spec = requirement.name + (f"=={requirement.version}" if requirement.version else "")
     stem = requirement.name.replace("-", "_").lower()
     version = requirement.version or "*"
-    found = [path for path in cache.glob("*.whl")
-             if path.name.lower().startswith(f"{stem}-") and path.name.endswith("-none-any.whl")
-             and (version == "*" or path.name.split("-")[1] == version)]
+    found = [
+        path
+        for path in cache.glob("*.whl")
+        if path.name.lower().startswith(f"{stem}-")
+        and path.name.endswith("-none-any.whl")
+        and (version == "*" or path.name.split("-")[1] == version)
+    ]
     if not found:
-        command = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-                   "--only-binary=:all:", "--platform", "any", "--implementation", "py",
-                   "--abi", "none", "--python-version", "3.12", "--dest", str(cache), spec]
+        command = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--platform",
+            "any",
+            "--implementation",
+            "py",
+            "--abi",
+            "none",
+            "--python-version",
+            "3.12",
+            "--dest",
+            str(cache),
+            spec,
+        ]
         done = subprocess.run(command, capture_output=True, text=True)
         if done.returncode != 0:
             return "no WebAssembly build: neither in the Pyodide runtime nor as a pure-Python wheel"
-        found = [path for path in cache.glob("*.whl") if path.name.lower().startswith(f"{stem}-")
-                 and path.name.endswith("-none-any.whl")]
+        found = [
+            path
+            for path in cache.glob("*.whl")
+            if path.name.lower().startswith(f"{stem}-") and path.name.endswith("-none-any.whl")
+        ]
         if not found:
             return "no WebAssembly build: neither in the Pyodide runtime nor as a pure-Python wheel"
     path = sorted(found)[-1]
@@ -152,18 +186,23 @@ def _pure_wheel(requirement: Requirement, cache: Path) -> Wheel | str:
     return Wheel(requirement.name, path.name.split("-")[1], str(path), digest)
 
 
-def resolve_environment(requirements: list[Requirement], runtime: str | Path, cache: str | Path,
-                        base: tuple[str, ...] = BASE_PACKAGES) -> Environment:
+def resolve_environment(
+    requirements: list[Requirement], runtime: str | Path, cache: str | Path, base: tuple[str, ...] = BASE_PACKAGES
+) -> Environment:
     """Sort requirements into runtime builds, cached pure wheels and unavailable ones (see above)."""
     runtime, cache = Path(runtime), Path(cache)
     cache.mkdir(parents=True, exist_ok=True)
-    return sort_requirements(requirements, _runtime_builds(runtime),
-                             lambda requirement: _pure_wheel(requirement, cache), base)
+    return sort_requirements(
+        requirements, _runtime_builds(runtime), lambda requirement: _pure_wheel(requirement, cache), base
+    )
 
 
-def sort_requirements(requirements: list[Requirement], builds: dict[str, tuple[str, str]],
-                      find_wheel: Callable[[Requirement], Wheel | str],
-                      base: tuple[str, ...] = BASE_PACKAGES) -> Environment:
+def sort_requirements(
+    requirements: list[Requirement],
+    builds: dict[str, tuple[str, str]],
+    find_wheel: Callable[[Requirement], Wheel | str],
+    base: tuple[str, ...] = BASE_PACKAGES,
+) -> Environment:
     """The environment of `requirements`, given the runtime's `builds` (see `runtime_builds`) and
     `find_wheel`, which gives a requirement's pure wheel or why there is none. The build resolves
     with pip into a cache; the browser tab with the wheels its site ships.
@@ -176,7 +215,8 @@ def sort_requirements(requirements: list[Requirement], builds: dict[str, tuple[s
         if build is not None:
             if requirement.version and requirement.version != build[1]:
                 environment.unavailable[requirement.name] = (
-                    f"pinned {requirement.version}, but the Pyodide runtime ships {build[1]}")
+                    f"pinned {requirement.version}, but the Pyodide runtime ships {build[1]}"
+                )
             elif build[0] not in environment.packages:
                 environment.packages.append(build[0])
             continue

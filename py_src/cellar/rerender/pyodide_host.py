@@ -62,8 +62,12 @@ class PyodideHost:
         started = time.perf_counter()
         self._process = subprocess.Popen(
             [node, str(SCRIPT), json.dumps(options)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None,  # Python's output: our stderr
-            text=True, encoding="utf-8", bufsize=1,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=None,  # Python's output: our stderr
+            text=True,
+            encoding="utf-8",
+            bufsize=1,
         )
         self._next_id = 0
         self._read_reply(0, start_timeout)
@@ -99,7 +103,7 @@ class PyodideHost:
                 if not line.startswith(MARK):
                     sys.stderr.write(line)
                     continue
-                message = json.loads(line[len(MARK):])
+                message = json.loads(line[len(MARK) :])
                 if message["id"] != request_id:
                     continue
                 if not message["ok"]:

@@ -55,6 +55,8 @@ Exceptions, all `VfsError`:
 Resolution and the blob checks are stdlib-only and run in Pyodide; fsspec is imported only by a
 `BlobStore` whose root is a URL (object storage on the host). In the browser the worker fetches a
 blob's bytes from `blob_path(blob_id)` on the site and checks them with `verify_blob`.
+
+Writing an archive (`cellar blobs add` / `check`) is cellar.rerender.archive's.
 """
 
 from __future__ import annotations
@@ -64,8 +66,8 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from os import PathLike
 from typing import Any
 
@@ -288,12 +290,11 @@ def logical_path(path: AnyPath, cwd: AnyPath | None = None) -> LogicalPath:
     return _walk(base, rest, verbatim, text)
 
 
-def _tree_target(root: LogicalPath, relative: str) -> LogicalPath:
+def tree_target(root: LogicalPath, relative: str) -> LogicalPath:
     """The path of a tree entry: `relative` ('/'-separated, no '.', '..' or empty names) below `root`."""
     names = relative.split("/")
     if "\\" in relative or {"", ".", ".."} & set(names):
-        raise _refused(relative, "a tree path must be relative and '/'-separated, "
-                                 "without '.', '..' or empty names")
+        raise _refused(relative, "a tree path must be relative and '/'-separated, without '.', '..' or empty names")
     for name in names:
         _check_name(name, root.flavour, relative)
     target = LogicalPath(root.flavour, root.root, root.parts + tuple(names))
@@ -359,6 +360,11 @@ class PathMap:
         """Validate a decoded pathmap.json; PathMapError names `source` and the entry at fault."""
         return _Builder(source).build(data)
 
+    @classmethod
+    def empty(cls) -> PathMap:
+        """The map of an archive without pathmap.json: no files, so every path is refused."""
+        return cls.from_dict({"format": FORMAT, "files": {}})
+
     def entries(self) -> dict[str, str]:
         """Every mapped file, as the map spells it, with its blob id."""
         return dict(sorted(self.files.values()))
@@ -378,8 +384,7 @@ class PathMap:
         if names is not None:
             return sorted(names.values())
         if target.key in self.files:
-            raise NotADirectory(errno.ENOTDIR, "a file in the archive's path map, not a folder",
-                                _shown(_text(path)))
+            raise NotADirectory(errno.ENOTDIR, "a file in the archive's path map, not a folder", _shown(_text(path)))
         raise self._missing(target, _text(path))
 
     def exists(self, path: AnyPath, cwd: AnyPath | None = None) -> bool:
@@ -473,7 +478,7 @@ class _Builder:
         if not isinstance(relative, str):
             raise self.fail(entry, "a tree path must be a string")
         try:
-            return _tree_target(root, relative)
+            return tree_target(root, relative)
         except OSError as error:
             raise self.fail(entry, error.strerror or str(error)) from None
 
@@ -621,167 +626,12 @@ class BlobStore:
         else:
             top = os.path.join(self.root, "blobs", "sha256")
             subs = [os.path.join(top, sub) for sub in os.listdir(top)] if os.path.isdir(top) else []
-            pairs = [[os.path.basename(sub), name]
-                     for sub in subs if os.path.isdir(sub) for name in os.listdir(sub)]
-        return sorted(f"sha256:{name}" for sub, name in pairs
-                      if BLOB_PATTERN.fullmatch(f"sha256:{name}") and name[:2] == sub)
+            pairs = [[os.path.basename(sub), name] for sub in subs if os.path.isdir(sub) for name in os.listdir(sub)]
+        return sorted(
+            f"sha256:{name}" for sub, name in pairs if BLOB_PATTERN.fullmatch(f"sha256:{name}") and name[:2] == sub
+        )
 
 
 def read_bytes(pathmap: PathMap, store: BlobStore, path: AnyPath, cwd: AnyPath | None = None) -> bytes:
     """The checked bytes of the mapped file that `path` names: the only way the sandbox reads input."""
     return store.read(pathmap.resolve(path, cwd))
-
-
-# -- Archive commands (`cellar blobs add` / `check`) -------------------------------------------------
-
-
-@dataclass
-class AddReport:
-    """What `add_to_archive` stored: (logical path, blob id) pairs and one message per bad file."""
-
-    added: list[tuple[str, str]] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-
-
-def _load_or_empty(archive: str) -> PathMap:
-    mapfile = os.path.join(archive, PATHMAP_FILE)
-    if os.path.exists(mapfile):
-        return load_pathmap(mapfile)
-    return PathMap.from_dict({"format": FORMAT, "files": {}, "trees": {}}, mapfile)
-
-
-def _tree_files(folder: str) -> Iterator[tuple[str, str]]:
-    """(relative path with '/', file path) for every file below `folder`, in a fixed order."""
-    for parent, subdirs, names in os.walk(folder):
-        subdirs.sort()
-        for name in sorted(names):
-            full = os.path.join(parent, name)
-            yield os.path.relpath(full, folder).replace(os.sep, "/"), full
-
-
-def add_to_archive(
-    archive: str | PathLike[str],
-    files: Sequence[tuple[str, str | PathLike[str]]] = (),
-    trees: Sequence[tuple[str, str | PathLike[str]]] = (),
-) -> AddReport:
-    """Store input files as blobs and map them: `files` as (logical path, local file) pairs, `trees`
-    as (logical folder, local folder) pairs, a tree replacing any earlier tree at the same prefix.
-
-    A later entry for a path replaces an earlier one, whatever its spelling. Blobs are written before
-    the map, and pathmap.json atomically, so the map never names a missing blob. A bad file is
-    reported and skipped; a map that would be invalid raises PathMapError and is not written.
-    """
-    archive = os.fspath(archive)
-    current = _load_or_empty(archive)
-    store = BlobStore(archive)
-    report = AddReport()
-    new_files: dict[str, str] = {}
-    new_trees: dict[str, dict[str, str]] = {}
-    tree_names: dict[tuple[str, ...], str] = {}  # one spelling per prefix given twice
-
-    def store_file(local: str | PathLike[str]) -> str | None:
-        try:
-            with open(local, "rb") as handle:
-                return store.write(handle.read())
-        except OSError as error:
-            report.errors.append(f"{os.fspath(local)}: {error.strerror or error}")
-            return None
-
-    for logical, local in files:
-        try:
-            target = logical_path(logical)
-        except VfsError as error:
-            report.errors.append(f"{os.fspath(local)}: --as {logical!r}: {error.strerror}")
-            continue
-        if not target.parts:
-            report.errors.append(f"{os.fspath(local)}: --as {logical!r}: a share or drive root is not a file")
-            continue
-        blob = store_file(local)
-        if blob is not None:
-            new_files[str(target)] = blob
-            report.added.append((str(target), blob))
-    for prefix, folder in trees:
-        try:
-            root = logical_path(prefix)
-        except VfsError as error:
-            report.errors.append(f"{os.fspath(folder)}: --tree {prefix!r}: {error.strerror}")
-            continue
-        if not os.path.isdir(folder):
-            report.errors.append(f"{os.fspath(folder)}: not a folder")
-            continue
-        tree = new_trees.setdefault(tree_names.setdefault(root.key, str(root)), {})
-        for relative, local in _tree_files(os.fspath(folder)):
-            try:
-                target = _tree_target(root, relative)
-            except VfsError as error:
-                report.errors.append(f"{local}: {error.strerror}")
-                continue
-            blob = store_file(local)
-            if blob is not None:
-                tree[relative] = blob
-                report.added.append((str(target), blob))
-
-    if new_files or new_trees:
-        mapfile = os.path.join(archive, PATHMAP_FILE)
-        save_pathmap(mapfile, PathMap.from_dict(_merge(current.data, new_files, new_trees), mapfile))
-    return report
-
-
-def _merge(
-    data: Mapping[str, Any], files: Mapping[str, str], trees: Mapping[str, Mapping[str, str]]
-) -> dict[str, Any]:
-    """The path map `data` with the new entries in and every entry they supersede out."""
-    roots = {prefix: logical_path(prefix) for prefix in list(data["trees"]) + list(trees)}
-    replaced_roots = {roots[prefix].key for prefix in trees}
-    replaced = {logical_path(path).key for path in files} | {
-        _tree_target(roots[prefix], relative).key for prefix, tree in trees.items() for relative in tree
-    }
-    kept_files = {
-        path: blob for path, blob in data["files"].items() if logical_path(path).key not in replaced
-    }
-    kept_trees = {
-        prefix: {relative: blob for relative, blob in tree.items()
-                 if _tree_target(roots[prefix], relative).key not in replaced}
-        for prefix, tree in data["trees"].items() if roots[prefix].key not in replaced_roots
-    }
-    return {"format": FORMAT, "files": {**kept_files, **files}, "trees": {**kept_trees, **trees}}
-
-
-@dataclass
-class CheckReport:
-    """`check_archive`'s findings; blob ids map to the logical paths that use them."""
-
-    blobs: int
-    paths: int
-    missing: dict[str, list[str]]
-    corrupt: dict[str, list[str]]
-    orphans: list[str]
-
-    @property
-    def ok(self) -> bool:
-        """Every mapped blob is there and intact (orphans are only listed)."""
-        return not self.missing and not self.corrupt
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "ok": self.ok}
-
-
-def check_archive(archive: str | PathLike[str]) -> CheckReport:
-    """Read every blob that the archive's path map names, check its hash, and list unused blobs."""
-    archive = os.fspath(archive)
-    pathmap = load_pathmap(os.path.join(archive, PATHMAP_FILE))
-    store = BlobStore(archive)
-    users: dict[str, list[str]] = {}
-    for path, blob in pathmap.entries().items():
-        users.setdefault(blob, []).append(path)
-    missing: dict[str, list[str]] = {}
-    corrupt: dict[str, list[str]] = {}
-    for blob in sorted(users):
-        try:
-            store.read(blob)
-        except BlobNotFound:
-            missing[blob] = users[blob]
-        except BlobCorrupt:
-            corrupt[blob] = users[blob]
-    orphans = [blob for blob in store.ids() if blob not in users]
-    return CheckReport(len(users), sum(map(len, users.values())), missing, corrupt, orphans)

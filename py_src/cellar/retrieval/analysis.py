@@ -236,8 +236,10 @@ class Analyzer:
             for lang in self._single
         }
         self._folded = _Memo(lambda raw: _fold(raw).casefold())
-        self._glossary = {tuple(map(self._folded.__getitem__, _raw_tokens(key))): _raw_tokens(expansion)
-                          for key, expansion in settings.glossary}
+        self._glossary = {
+            tuple(map(self._folded.__getitem__, _raw_tokens(key))): _raw_tokens(expansion)
+            for key, expansion in settings.glossary
+        }
         if () in self._glossary:
             raise ValueError(f"glossary key without word characters in {list(dict(settings.glossary))}")
         self._key_lengths = sorted({len(key) for key in self._glossary}, reverse=True)

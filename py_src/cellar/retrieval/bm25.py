@@ -68,6 +68,22 @@ class BM25:
         np.cumsum(df, out=indptr[1:])
         return cls(terms, data.astype(np.float32), pair_rows.astype(np.int32), indptr, n_docs, k1, b)
 
+    def __contains__(self, term: str) -> bool:
+        return term in self._columns
+
+    def idf(self, term: str) -> float:
+        """Lucene's idf of ``term``; a term in no document gets the idf of ``df = 0``."""
+        j = self._columns.get(term)
+        df = 0 if j is None else self._starts[j + 1] - self._starts[j]
+        return float(np.log1p((self.n_docs - df + 0.5) / (df + 0.5)))
+
+    def documents(self, term: str) -> np.ndarray:
+        """The documents that contain ``term`` (ascending; empty for an unknown term)."""
+        j = self._columns.get(term)
+        if j is None:
+            return self.indices[:0]
+        return self.indices[self._starts[j] : self._starts[j + 1]]
+
     def columns(self, query_terms: Iterable[str]) -> list[int]:
         """Columns of the query's terms, repeats kept, unknown terms left out."""
         lookup = self._columns.get

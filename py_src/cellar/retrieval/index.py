@@ -14,24 +14,22 @@ from __future__ import annotations
 
 import os
 import warnings
-from fnmatch import fnmatch
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from fnmatch import fnmatch
 from pathlib import PurePath, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from cellar.records import KINDS, STATUSES, ChunkRecord, NotebookEntry
 from cellar.retrieval.analysis import Analyzer, AnalyzerSettings
 from cellar.retrieval.bm25 import BM25
 from cellar.retrieval.embedding import StaticModel, quantise_rows
 
 if TYPE_CHECKING:  # chunking is imported where files are read: the query path does not need it
-    from cellar.ingest.chunking import Chunked
+    from cellar.ingest.chunks import Chunked
 
-KINDS = ("markdown", "code", "table", "scalar", "stream", "plot", "error", "text")
-# What re-rendering found (cellar.rerender.batch); "unchecked": not re-rendered, the saved outputs as they are.
-STATUSES = ("clean", "drifted", "stale", "unchecked")
 NOTEBOOK_META = ("project", "author", "year", "vessel_class", "tags", "deprecated")
 
 # Files below an archive's root that describe or serve the archive rather than belong to it,
@@ -57,11 +55,11 @@ class Render:
 
 @dataclass
 class Index:
-    """A searchable index. ``notebooks[n]`` is a dict: path, revision, title, meta, status,
-    reason, rendered (see Render), start, end (its chunk rows), cells (cell count). ``chunks`` holds the chunk records in row
-    order, or is None when they stay in the shard's fragment files until needed."""
+    """A searchable index. ``notebooks[n]`` is the NotebookEntry of notebook ``n`` (its chunks are
+    rows ``start:end``). ``chunks`` holds the chunk records in row order, or is None when they
+    stay in the shard's fragment files until needed."""
 
-    notebooks: list[dict[str, Any]]
+    notebooks: list[NotebookEntry]
     bm25: BM25
     vectors: np.ndarray  # int8 (n_chunks, dims)
     scales: np.ndarray  # float32 (n_chunks,): embedding = vectors * scales[:, None]
@@ -72,7 +70,7 @@ class Index:
     analyzer: AnalyzerSettings
     model_id: str
     model_sha256: str
-    chunks: list[dict[str, Any]] | None = None
+    chunks: list[ChunkRecord] | None = None
     calibration: dict[str, Any] = field(default_factory=dict)
     _dense: np.ndarray | None = field(default=None, init=False, repr=False)
 
@@ -86,7 +84,7 @@ class Index:
             self._dense = self.vectors.astype(np.float32) * self.scales[:, None]
         return self._dense
 
-    def notebook_chunks(self, n: int) -> list[dict[str, Any]]:
+    def notebook_chunks(self, n: int) -> list[ChunkRecord]:
         """The chunk records of notebook ``n`` (only when the index holds them)."""
         if self.chunks is None:
             raise ValueError("this index keeps its chunk records in shard fragments")
@@ -169,7 +167,7 @@ def _notebook_entry(
     cell_counts: Mapping[str, int] | None,
     render: Render,
     titles: Mapping[str, str] | None,
-) -> dict[str, Any]:
+) -> NotebookEntry:
     revisions = {record["revision"] for record in group}
     if len(revisions) != 1:
         raise ValueError(f"{path}: chunk records from {len(revisions)} revisions")
@@ -221,21 +219,23 @@ def build_index_from_directory(
 
     A file that cannot be read or parsed is reported as ``path: reason`` and skipped.
     ``model`` is a StaticModel or a model directory; ``rules`` come from
-    ``cellar.ingest.chunking.parse_rules``.
+    ``cellar.ingest.metadata.parse_rules``.
     """
-    from cellar.ingest.chunking import chunk_file, find_documents
+    from cellar.ingest.chunking import chunk_file
+    from cellar.ingest.discovery import find_documents
     from cellar.retrieval.embedding import load_model
 
     if not os.path.isdir(corpus_dir):
         raise ValueError(f"{corpus_dir}: not a folder")
     report_entries = None
     if rerendered is not None:
-        from cellar.rerender.batch import read_report
+        from cellar.rerender.report import read_report
 
         report_entries = read_report(rerendered)
     model = model if isinstance(model, StaticModel) else load_model(model)
     files = [
-        path for path in find_documents(corpus_dir)
+        path
+        for path in find_documents(corpus_dir)
         if not any(fnmatch(PurePath(os.path.relpath(path, corpus_dir)).as_posix(), pattern) for pattern in exclude)
     ]
     report = progress or (lambda done, total, what: None)
@@ -259,7 +259,8 @@ def build_index_from_directory(
         source = chunked.source
         if report_entries is not None and not isinstance(source, str):
             chunked, renders[source.path], problem = with_render(
-                chunked, report_entries.get(source.path), rerendered, rules)
+                chunked, report_entries.get(source.path), rerendered, rules
+            )
             problems += [problem] if problem else []
         records += [chunk.record() for chunk in chunked.chunks]
         if chunked.chunks and not isinstance(source, str):
@@ -270,8 +271,9 @@ def build_index_from_directory(
                 titles[path] = title.strip()
     report(len(files), len(files), "chunked")
     settings = AnalyzerSettings(glossary=tuple((glossary or {}).items()))
-    index = build_index(records, model, settings, cell_counts=cell_counts, renders=renders, titles=titles,
-                        progress=progress)
+    index = build_index(
+        records, model, settings, cell_counts=cell_counts, renders=renders, titles=titles, progress=progress
+    )
     return DirectoryBuild(index, len(files) - skipped, skipped, problems)
 
 
@@ -294,8 +296,14 @@ def with_render(
     if entry is None:
         return chunked, Render(), f"{path}: not in the re-render report; its saved outputs are indexed unchecked"
     if entry.get("revision") != saved.revision:
-        return chunked, Render(), (f"{path}: changed since it was re-rendered (revision {str(entry.get('revision'))[:7]}, "
-                                   f"now {saved.revision[:7]}); its saved outputs are indexed unchecked")
+        return (
+            chunked,
+            Render(),
+            (
+                f"{path}: changed since it was re-rendered (revision {str(entry.get('revision'))[:7]}, "
+                f"now {saved.revision[:7]}); its saved outputs are indexed unchecked"
+            ),
+        )
     fresh_file = PurePath(rerendered, path)
     fresh, unreadable = None, None
     try:

@@ -51,9 +51,10 @@ from typing import Any
 
 import numpy as np
 
+from cellar.records import KINDS, Answer, NeighbourhoodEntry, NotebookResult
 from cellar.retrieval.analysis import Analyzer
 from cellar.retrieval.embedding import StaticModel
-from cellar.retrieval.index import KINDS, Index
+from cellar.retrieval.index import Index
 
 DEPTH = 50  # chunks taken from each ranker
 DENSE_WEIGHT = 0.03  # share of the dense ranker in a hybrid notebook score (see the docstring)
@@ -144,20 +145,19 @@ class Searcher:
         fragment: Callable[[int], list[dict[str, Any]]] | None = None,
     ) -> None:
         if (model.id, model.sha256) != (index.model_id, index.model_sha256):
-            raise ValueError(f"the index was embedded with model {index.model_id} ({index.model_sha256}), not {model.id} ({model.sha256})")
+            raise ValueError(
+                f"the index was embedded with model {index.model_id} ({index.model_sha256}), not {model.id} ({model.sha256})"
+            )
         self.index = index
         self.model = model
         self.fragment = fragment or index.notebook_chunks
         self.analyzer = Analyzer(index.analyzer)
         self.calibration = {**DEFAULT_CALIBRATION, **index.calibration.get("thresholds", {})}
-        bm25 = index.bm25
-        df = np.diff(bm25.indptr)
-        self._idf = np.log1p((bm25.n_docs - df + 0.5) / (df + 0.5))
         self._starts = np.array([nb["start"] for nb in index.notebooks], dtype=np.int64)
 
     # -- the query path ---------------------------------------------------------------------
 
-    def search(self, query: str, k: int = 3, filters: Filters | None = None, mode: str = "hybrid") -> dict[str, Any]:
+    def search(self, query: str, k: int = 3, filters: Filters | None = None, mode: str = "hybrid") -> Answer:
         """The answer contract for ``query``: up to ``k`` notebooks, or a refusal."""
         return self.answer(self.rank(query, k, filters, mode))
 
@@ -192,14 +192,14 @@ class Searcher:
         clock.lap("fuse")
         return Ranking(query, mode, tuple(dict.fromkeys(terms)), tuple(ranked[:k]), evidence, refused, clock.laps)
 
-    def answer(self, ranking: Ranking) -> dict[str, Any]:
+    def answer(self, ranking: Ranking) -> Answer:
         """The second phase of ``search``: the answer contract, reading the fragments of
         ``ranking.needs`` (and no others)."""
         start = time.perf_counter()
         refused, evidence = ranking.refused, ranking.evidence
         shown = [self._notebook(n, score, chunks) for n, score, chunks in ranking.notebooks if n in ranking.needs]
         timings = {**ranking.timings_ms, "fragments": round((time.perf_counter() - start) * 1000, 3)}
-        answer = {
+        answer: Answer = {
             "query": ranking.query,
             "refused": refused,
             "refusal_reason": self._reason(ranking.query, evidence, shown) if refused else None,
@@ -260,7 +260,9 @@ class Searcher:
         ranked.sort(key=lambda item: (-item[1], item[0]))
         return ranked
 
-    def _evidence(self, query: str, terms: Sequence[str], best: int | None, cosine: np.ndarray | None) -> dict[str, Any]:
+    def _evidence(
+        self, query: str, terms: Sequence[str], best: int | None, cosine: np.ndarray | None
+    ) -> dict[str, Any]:
         """How much of the query the best notebook holds: the idf-weighted share of the query's
         terms (a term the corpus lacks weighs most), the same share over the terms the corpus
         knows (``known_coverage``, 0 when it knows none), the share of the numbers written in the
@@ -286,8 +288,8 @@ class Searcher:
         in_text = {term: self._in_notebook(term, entry) for term in {*distinct, *(t for n in numbers for t in n)}}
         held = {term: found or term in catalogue for term, found in in_text.items()}
         judged = [term for term in distinct if in_text[term] or term not in catalogue] or distinct
-        weights = [self._weight(term) for term in judged]
-        known = [(w, t) for w, t in zip(weights, judged) if t in self.index.bm25._columns]
+        weights = [self.index.bm25.idf(term) for term in judged]
+        known = [(w, t) for w, t in zip(weights, judged) if t in self.index.bm25]
         found = [all_terms for all_terms in numbers if any(held[t] for t in all_terms)]
         similarity = float(np.max(cosine[entry["start"] : entry["end"]])) if cosine is not None else None
         return {
@@ -299,17 +301,8 @@ class Searcher:
         }
 
     def _in_notebook(self, term: str, entry: Mapping[str, Any]) -> bool:
-        bm25 = self.index.bm25
-        j = bm25._columns.get(term)
-        if j is None:
-            return False
-        rows = bm25.indices[bm25.indptr[j] : bm25.indptr[j + 1]]
+        rows = self.index.bm25.documents(term)
         return bool(np.any((rows >= entry["start"]) & (rows < entry["end"])))
-
-    def _weight(self, term: str) -> float:
-        """A term's idf; a term the corpus lacks gets the idf of a term in no chunk."""
-        j = self.index.bm25._columns.get(term)
-        return float(self._idf[j]) if j is not None else float(np.log1p((self.index.bm25.n_docs + 0.5) / 0.5))
 
     def _refuse(self, evidence: Mapping[str, Any], ranked: Sequence[Any]) -> bool:
         return not ranked or refuses(evidence, self.calibration)
@@ -319,7 +312,8 @@ class Searcher:
         source = (
             "no markdown text explains"
             if words & MEANING_WORDS
-            else "no table or output mentions" if words & VALUE_WORDS or any(NUMBER.match(w) for w in words)
+            else "no table or output mentions"
+            if words & VALUE_WORDS or any(NUMBER.match(w) for w in words)
             else "no cell or output mentions"
         )
         missing = ", ".join(evidence["missing"][:6]) or query
@@ -328,13 +322,15 @@ class Searcher:
             best = shown[0]
             hit = best["hits"][0] if best["hits"] else None
             place = f", cell {hit['cell']} ({hit['kind']})" if hit and hit["cell"] is not None else ""
-            reason += f"; the closest is {best['path']}{place}, which covers {evidence['coverage']:.0%} of the query's weight"
+            reason += (
+                f"; the closest is {best['path']}{place}, which covers {evidence['coverage']:.0%} of the query's weight"
+            )
             similarity = evidence["similarity"]
             if similarity is not None and similarity < self.calibration["min_similarity"]:
                 reason += f" but is not close in meaning (similarity {similarity:.2f})"
         return reason
 
-    def _notebook(self, n: int, score: float, rows: Sequence[tuple[int, float]]) -> dict[str, Any]:
+    def _notebook(self, n: int, score: float, rows: Sequence[tuple[int, float]]) -> NotebookResult:
         entry = self.index.notebooks[n]
         records = self.fragment(n)
         start = entry["start"]
@@ -346,7 +342,7 @@ class Searcher:
                 "output": record["output"], "score": round(chunk_score, 6), "quote": record["quote"],
                 "start": record["start"], "end": record["end"],
             })  # fmt: skip
-        result = {
+        result: NotebookResult = {
             "path": entry["path"],
             "revision": entry["revision"],
             "score": round(score, 6),
@@ -358,15 +354,18 @@ class Searcher:
         }
         if entry["status"] == "stale":
             why = f" ({entry['reason']})" if entry.get("reason") else ""
-            result["warning"] = (f"{entry['path']} failed to re-run{why}: these are its saved outputs, "
-                                 "which may be out of date")
+            result["warning"] = (
+                f"{entry['path']} failed to re-run{why}: these are its saved outputs, which may be out of date"
+            )
         elif entry["status"] == "drifted":
-            result["note"] = ("re-run in the sandbox, some outputs came out different from the saved ones: "
-                              "these are the fresh outputs")
+            result["note"] = (
+                "re-run in the sandbox, some outputs came out different from the saved ones: "
+                "these are the fresh outputs"
+            )
         return result
 
 
-def neighbourhood(records: Sequence[Mapping[str, Any]], cell: int | None) -> list[dict[str, Any]]:
+def neighbourhood(records: Sequence[Mapping[str, Any]], cell: int | None) -> list[NeighbourhoodEntry]:
     """The heading above ``cell``, then the cell and the next two with their outputs, from
     one notebook's chunk records (overlapping windows of a cell are shown once, in order)."""
     if cell is None:
@@ -383,14 +382,18 @@ def neighbourhood(records: Sequence[Mapping[str, Any]], cell: int | None) -> lis
         if record["output"] is None and key in seen_sources:
             continue  # the first window of a cell's source stands for it
         seen_sources.add(key)
-        entry = {"cell": record["cell"], "kind": record["kind"], "text": record["quote"][:TEXT_LIMIT]}
+        entry: NeighbourhoodEntry = {
+            "cell": record["cell"],
+            "kind": record["kind"],
+            "text": record["quote"][:TEXT_LIMIT],
+        }
         if record["output"] is not None:
             entry["output"] = record["output"]
         entries.append(entry)
     return entries
 
 
-def _heading_above(records: Sequence[Mapping[str, Any]], cell: int) -> dict[str, Any] | None:
+def _heading_above(records: Sequence[Mapping[str, Any]], cell: int) -> NeighbourhoodEntry | None:
     """The markdown chunk at or above ``cell`` whose text opens the innermost heading there."""
     before = [r for r in records if r["cell"] is not None and r["cell"] <= cell]
     if not before:
@@ -452,13 +455,13 @@ def refuses(evidence: Mapping[str, Any], thresholds: Mapping[str, float]) -> boo
     query term the archive knows passes the coverage test (see the module docstring)."""
     similarity = evidence.get("similarity")
     return (
-        (evidence["coverage"] < thresholds["min_coverage"] and not _unknown_words_left_to_meaning(evidence))
+        (evidence["coverage"] < thresholds["min_coverage"] and not unknown_words_left_to_meaning(evidence))
         or evidence["numbers"] < thresholds["min_numbers"]
         or (similarity is not None and similarity < thresholds["min_similarity"])
     )
 
 
-def _unknown_words_left_to_meaning(evidence: Mapping[str, Any]) -> bool:
+def unknown_words_left_to_meaning(evidence: Mapping[str, Any]) -> bool:
     """Whether the coverage test is waived: the dense ranker ran and the best notebook holds
     every query term the archive knows (and it knows at least one)."""
     return evidence.get("similarity") is not None and evidence.get("known_coverage", 0.0) >= 1.0
@@ -475,127 +478,3 @@ class _Clock:
         now = time.perf_counter()
         self.laps[name] = round((now - self.last) * 1000, 3)
         self.last = now
-
-
-# -- scorecard and calibration ---------------------------------------------------------------
-
-
-def read_gold(lines: Iterable[str], where: str = "gold") -> list[dict[str, Any]]:
-    """Gold questions from JSON lines (see shared/gold/README.md); blank lines are skipped."""
-    import json
-
-    rows = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            if not isinstance(row["query"], str) or not isinstance(row["expect"], list):
-                raise TypeError("query must be a string and expect a list")
-        except (ValueError, KeyError, TypeError) as error:
-            raise ValueError(f"{where}:{number}: not a gold question ({error})") from None
-        rows.append(row)
-    return rows
-
-
-def judge(row: Mapping[str, Any], answer: Mapping[str, Any]) -> dict[str, Any]:
-    """How one answer scores against one gold question: notebook rank, cell hit, refusal."""
-    paths = [nb["path"] for nb in answer["notebooks"]]
-    expected = {e["path"] for e in row["expect"]}
-    rank = next((i for i, path in enumerate(paths, 1) if path in expected), None)
-    cells = {(e["path"], e["cell"]) for e in row["expect"]}
-    shown = {
-        (nb["path"], item["cell"])
-        for nb in answer["notebooks"][:5]
-        for item in (*nb["hits"], *nb["neighbourhood"])
-    }
-    return {"answerable": bool(row["expect"]), "rank": rank, "cell_hit": bool(cells & shown), "refused": answer["refused"]}
-
-
-def scorecard(judged: Sequence[Mapping[str, Any]], latencies: Sequence[float]) -> dict[str, Any]:
-    """The figures of gold/README.md over judged answers (``judge``) and latencies in ms."""
-    answerable = [j for j in judged if j["answerable"]]
-    unanswerable = [j for j in judged if not j["answerable"]]
-
-    def share(items: Sequence[Any], test: Callable[[Any], bool]) -> float | None:
-        return round(sum(map(test, items)) / len(items), 4) if items else None
-
-    figures = {"n": len(judged)}
-    for at in (1, 3, 5):
-        figures[f"notebook_hit@{at}"] = share(answerable, lambda j: j["rank"] is not None and j["rank"] <= at)
-    figures["cell_hit@5"] = share(answerable, lambda j: j["cell_hit"])
-    figures["mrr"] = round(sum(1 / j["rank"] for j in answerable if j["rank"]) / len(answerable), 4) if answerable else None
-    figures["refusal_recall"] = share(unanswerable, lambda j: j["refused"])
-    figures["false_refusal_rate"] = share(answerable, lambda j: j["refused"])
-    if latencies:
-        ordered = sorted(latencies)
-        figures["latency_ms"] = {
-            "p50": round(float(np.percentile(ordered, 50)), 3),
-            "p95": round(float(np.percentile(ordered, 95)), 3),
-        }
-    return figures
-
-
-def evaluate(searcher: Searcher, gold: Sequence[Mapping[str, Any]], mode: str = "hybrid") -> dict[str, Any]:
-    """The scorecard of ``searcher`` on ``gold``: overall, ``by_kind`` and ``by_lang``, with
-    latency p50/p95 of a whole search and per stage."""
-    judged, latencies, stages = [], [], {}
-    for row in gold:
-        answer = searcher.search(row["query"], k=5, mode=mode)
-        judged.append({**judge(row, answer), "kind": row.get("kind"), "lang": row.get("lang")})
-        latencies.append(answer["timings_ms"]["total"])
-        for stage, ms in answer["timings_ms"].items():
-            stages.setdefault(stage, []).append(ms)
-    card = scorecard(judged, latencies)
-    card["latency_ms"] = {**card.get("latency_ms", {}), "stages": {
-        stage: {"p50": round(float(np.percentile(v, 50)), 3), "p95": round(float(np.percentile(v, 95)), 3)}
-        for stage, v in stages.items() if stage != "total"
-    }}  # fmt: skip
-    for group in ("kind", "lang"):
-        values = sorted({j[group] for j in judged if j[group] is not None})
-        card[f"by_{group}"] = {
-            value: {key: figure for key, figure in scorecard([j for j in judged if j[group] == value], []).items()}
-            for value in values
-        }
-    return card
-
-
-def calibrate(searcher: Searcher, gold: Sequence[Mapping[str, Any]], max_false: float = 0.10) -> dict[str, Any]:
-    """Refusal thresholds from a gold set, for the evidence of a hybrid search.
-
-    Every combination of thresholds (coverage, numbers, similarity) taken from the answerable
-    questions' own values (or 0) is tried with ``refuses``'s rule; the one that refuses the most
-    out-of-scope questions while refusing at most ``max_false`` of the answerable ones wins (ties:
-    fewer answerable refused, then the lower thresholds). Each threshold is then lowered to the middle of the gap
-    below it, which refuses the same gold questions but leaves a margin for questions not seen.
-    Returns the calibration to store in ``index.calibration``."""
-    features = [(bool(row["expect"]), searcher.search(row["query"], k=1)["evidence"]) for row in gold]
-    if not any(ok for ok, _ in features):
-        raise ValueError("calibration needs answerable questions in the gold set")
-    keys = ("coverage", "numbers", "similarity")
-    values = np.array([[e[key] if e[key] is not None else np.inf for key in keys] for _, e in features])
-    answerable = np.array([ok for ok, _ in features])
-    grids = [np.unique(np.concatenate([[0.0], column[answerable & np.isfinite(column)]])) for column in values.T]
-    mesh = np.stack(np.meshgrid(*grids, indexing="ij"), axis=-1).reshape(-1, len(keys))
-    under = values[None, :, :] < mesh[:, None, :]  # (combinations, questions, thresholds)
-    under[:, :, 0] &= ~np.array(  # no coverage test where the unknown words are left to meaning
-        [_unknown_words_left_to_meaning(e) for _, e in features])
-    refused = under.any(axis=2)
-    false = refused[:, answerable].sum(axis=1)
-    caught = refused[:, ~answerable].sum(axis=1)
-    allowed = np.flatnonzero(false <= max_false * answerable.sum())
-    order = np.lexsort((*(mesh[allowed, i] for i in reversed(range(len(keys)))), false[allowed], -caught[allowed]))
-    chosen = allowed[order[0]]
-    thresholds = {}
-    for i, key in enumerate(keys):
-        below = values[:, i][values[:, i] < mesh[chosen, i]]
-        thresholds[f"min_{key}"] = round(float((mesh[chosen, i] + below.max()) / 2) if len(below) else 0.0, 4)
-    check = [refuses(e, thresholds) for _, e in features]
-    return {
-        "thresholds": thresholds,
-        "gold": {"questions": len(features), "answerable": int(answerable.sum()), "max_false": max_false},
-        "refused": {
-            "out_of_scope": sum(r for r, ok in zip(check, answerable) if not ok),
-            "answerable": sum(r for r, ok in zip(check, answerable) if ok),
-        },
-    }

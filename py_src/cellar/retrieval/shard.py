@@ -25,11 +25,12 @@ from typing import Any
 import numpy as np
 
 from cellar import __version__
+from cellar.ingest.provenance import revision
+from cellar.records import KINDS
 from cellar.retrieval.analysis import AnalyzerSettings
 from cellar.retrieval.bm25 import BM25
 from cellar.retrieval.embedding import StaticModel
 from cellar.retrieval.index import Index
-from cellar.ingest.provenance import revision
 
 FORMAT = 1
 MANIFEST = "manifest.json"
@@ -78,6 +79,7 @@ def shard_files(index: Index) -> dict[str, bytes]:
             "terms": len(index.bm25.terms),
             "dims": int(index.vectors.shape[1]),
         },
+        "kinds": list(KINDS),  # the names of chunk_kind.npy's codes
         "calibration": index.calibration,
         "notebooks": index.notebooks,
         "files": {name: {"bytes": len(data), "sha256": revision(data)} for name, data in files.items()},
@@ -114,9 +116,16 @@ class Shard:
             analyzer = AnalyzerSettings.from_dict(self.manifest["analyzer"])
         except ValueError as error:
             raise ShardError(f"{source}: {error}") from None
+        if self.manifest.get("kinds") != list(KINDS):
+            raise ShardError(
+                f"{source}/{MANIFEST}: chunk kinds {self.manifest.get('kinds')!r}, this cellar knows "
+                f"{list(KINDS)}: index the archive again with `cellar index`"
+            )
         counts = self.manifest["counts"]
         if arrays["vectors"].shape[0] != counts["chunks"] or bm25.n_docs != counts["chunks"]:
-            raise ShardError(f"{source}/vectors.npy: {arrays['vectors'].shape[0]} rows, {MANIFEST} counts {counts['chunks']}")
+            raise ShardError(
+                f"{source}/vectors.npy: {arrays['vectors'].shape[0]} rows, {MANIFEST} counts {counts['chunks']}"
+            )
         self.index = Index(
             notebooks=self.manifest["notebooks"],
             bm25=bm25,

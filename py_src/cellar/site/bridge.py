@@ -1,13 +1,13 @@
 """The JSON glue the pages call through the worker (`cellar.call("cellar.site.bridge", name, ...)`).
 
-Every function takes and returns plain JSON data and holds no logic of its own: it shapes
-what cellar.lessons.lesson, cellar.ingest.chunking, cellar.retrieval.embedding, cellar.retrieval.analysis, cellar.retrieval.bm25,
-cellar.retrieval.search and cellar.ingest.notebook compute into what a page shows. Bad input that a learner can
-type (an empty text, an overlap as large as the window) comes back as a message, not an
-exception, so a widget can show it.
+Every function takes and returns plain JSON data and holds no logic of its own: it shapes what
+the library computes (cellar.lessons, cellar.ingest, cellar.retrieval, cellar.rerender) into what
+a page shows. Bad input that a learner can type (an empty text, an overlap as large as the
+window) comes back as a message, not an exception, so a widget can show it.
 
 Files come from the page: it has the worker fetch them into Python's (in-memory) file system
-(`callWith({files})`), so a function here reads a directory such as `/shard` or `/models/...`.
+(`callWith({files})`), so a function here reads a directory such as `/shard`. The embedding
+model is the one installed with the cellar wheel (cellar.retrieval.embedding.default_model).
 """
 
 from __future__ import annotations
@@ -20,8 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from cellar.lessons import lesson as lessons
-from cellar.ingest.chunking import ANSI, audit, word_windows
+from cellar.ingest.chunks import ANSI
 from cellar.ingest.provenance import snapshot
+from cellar.ingest.windows import audit, word_windows
+from cellar.retrieval.embedding import default_model
 
 # Output a runaway print loop could pile up before the time limit stops it: keep the start
 # and say how much was cut, so the tab never has to draw megabytes of text.
@@ -105,20 +107,8 @@ def chunk_explorer(text: str, window: int, overlap: int, document_id: str = "d")
     }
 
 
-@lru_cache(maxsize=2)
-def _model(directory: str) -> Any:
-    """The model from the files present in `directory`: the page fetches only those that
-    inference reads. Loading checks 8 MB against model.json's hashes: once per worker."""
-    from cellar.retrieval.embedding import StaticModel
-
-    files = {path.name: path.read_bytes() for path in Path(directory).iterdir() if path.is_file()}
-    return StaticModel.from_files(files, source=directory)
-
-
-def embedding_lab(
-    passages: Sequence[Mapping[str, str]], query: str, model_dir: str, fusion_k: int = 60
-) -> dict[str, Any]:
-    """The lab's view of `passages` ({id, title, text}) and a query, with the model in `model_dir`.
+def embedding_lab(passages: Sequence[Mapping[str, str]], query: str, fusion_k: int = 60) -> dict[str, Any]:
+    """The lab's view of `passages` ({id, title, text}) and a query, with the packaged model.
 
     similarity: the cosine matrix of the passages (rows and columns in the passages' order);
     embedding / bm25 / fused: every passage with a score for the query, best first (ties: the
@@ -128,8 +118,9 @@ def embedding_lab(
 
     from cellar.retrieval.analysis import Analyzer
     from cellar.retrieval.bm25 import BM25
+    from cellar.retrieval.fusion import reciprocal_rank_fusion
 
-    model = _model(model_dir)
+    model = default_model()
     ids = [passage["id"] for passage in passages]
     vectors = model.encode([passage["text"] for passage in passages])
     query_vector = model.encode([query])[0]
@@ -138,10 +129,7 @@ def embedding_lab(
     cosine = vectors @ query_vector
     bm25_rows, bm25_scores = bm25.top_k(analyzer.query_terms(query), k=len(ids))
     embedding_rows = np.lexsort((np.arange(len(ids)), -cosine))
-    fused: dict[int, float] = {}
-    for ranking in (embedding_rows.tolist(), bm25_rows.tolist()):
-        for rank, row in enumerate(ranking, 1):
-            fused[row] = fused.get(row, 0.0) + 1.0 / (fusion_k + rank)
+    fused = reciprocal_rank_fusion((embedding_rows.tolist(), bm25_rows.tolist()), fusion_k)
     return {
         "model": model.id,
         "ids": ids,
@@ -149,8 +137,7 @@ def embedding_lab(
         "embedding": [{"id": ids[row], "score": round(float(cosine[row]), 4)} for row in embedding_rows],
         "bm25": [{"id": ids[row], "score": round(float(score), 4)}
                  for row, score in zip(bm25_rows.tolist(), bm25_scores.tolist())],
-        "fused": [{"id": ids[row], "score": round(score, 5)}
-                  for row, score in sorted(fused.items(), key=lambda item: -item[1])],
+        "fused": [{"id": ids[row], "score": round(score, 5)} for row, score in fused],
         "query_tokens": len(model.token_ids(query)),
     }
 
@@ -161,25 +148,25 @@ _WORD = re.compile(r"\w+(?:[.\-]\w+)*")
 
 
 @lru_cache(maxsize=2)
-def _opened(shard_dir: str, model_dir: str) -> tuple[Any, Any]:
+def _opened(shard_dir: str) -> tuple[Any, Any]:
     """The Searcher and Shard of `shard_dir`, opened and checked once per worker (the shard's
     array files against its manifest, the manifest against the model)."""
     from cellar.retrieval.search import Searcher
     from cellar.retrieval.shard import open_shard
 
-    model = _model(model_dir)
+    model = default_model()
     shard = open_shard(shard_dir, model)
     return Searcher(shard.index, model, shard.fragment), shard
 
 
-def search_open(shard_dir: str, model_dir: str) -> dict[str, Any]:
-    """Open the shard in `shard_dir` with the model in `model_dir` (its fragments may be absent:
-    `search` asks for them); what the page's filters can offer."""
+def search_open(shard_dir: str) -> dict[str, Any]:
+    """Open the shard in `shard_dir` (its fragments may be absent: `search` asks for them); what
+    the page's filters can offer."""
     import numpy as np
 
-    from cellar.retrieval.index import KINDS
+    from cellar.records import KINDS
 
-    searcher, shard = _opened(shard_dir, model_dir)
+    searcher, shard = _opened(shard_dir)
     kinds, counts = np.unique(searcher.index.chunk_kind, return_counts=True)
     return {
         "notebooks": len(searcher.index.notebooks),
@@ -189,7 +176,7 @@ def search_open(shard_dir: str, model_dir: str) -> dict[str, Any]:
     }
 
 
-def search(query: str, options: Mapping[str, Any], shard_dir: str, model_dir: str) -> dict[str, Any]:
+def search(query: str, options: Mapping[str, Any], shard_dir: str) -> dict[str, Any]:
     """The answer contract for `query`, or `{"fetch": [file names]}`: the fragments (relative to
     `shard_dir`) that the answer needs and the page has not fetched yet; it fetches them into
     `shard_dir` and asks again. So the page downloads the fragments of the notebooks it shows,
@@ -204,7 +191,7 @@ def search(query: str, options: Mapping[str, Any], shard_dir: str, model_dir: st
     from cellar.retrieval.search import Filters
     from cellar.retrieval.shard import fragment_name
 
-    searcher, shard = _opened(shard_dir, model_dir)
+    searcher, shard = _opened(shard_dir)
     filters = Filters(
         year_from=options.get("year_from"),
         year_to=options.get("year_to"),
@@ -286,12 +273,11 @@ def _output_view(output: Any) -> dict[str, Any]:
 
 # -- re-rendering in the tab --------------------------------------------------------------------
 #
-# The viewer's Re-render button runs the notebook with the code `cellar rerender` runs in Node:
-# cellar.rerender.environment sorts the archive's requirements, cellar.rerender.sandbox runs the cells over the
-# path map, cellar.rerender.batch judges the run. The page fetches the archive's small text files
-# (pathmap.json, requirements.txt, rerender.json: each may be absent, then None), asks
-# `rerender_plan` what to load, has the worker load those Pyodide packages and fetch the blobs,
-# and calls `rerender_notebook`.
+# The viewer's Re-render button runs the notebook with the code `cellar rerender` runs in Node
+# (cellar.rerender.report.rerender_notebook), with the sandbox itself in place of a Node worker.
+# The page fetches the archive's small text files (pathmap.json, requirements.txt, rerender.json:
+# each may be absent, then None), asks `rerender_plan` what to load, has the worker load those
+# Pyodide packages and fetch the blobs, and calls `rerender_notebook`.
 
 
 def _tab_environment(requirements: str | None, lock_file: str) -> Any:
@@ -312,8 +298,13 @@ def _pathmap(text: str | None) -> Any:
 
     from cellar.rerender import vfs
 
-    data = json.loads(text) if text else {"format": vfs.FORMAT, "files": {}}
-    return vfs.PathMap.from_dict(data, vfs.PATHMAP_FILE)
+    return vfs.PathMap.from_dict(json.loads(text), vfs.PATHMAP_FILE) if text else vfs.PathMap.empty()
+
+
+def _settings(text: str | None) -> Any:
+    from cellar.rerender.report import Settings
+
+    return Settings.from_json(text or "{}")
 
 
 def rerender_plan(texts: Mapping[str, str | None], lock_file: str) -> dict[str, Any]:
@@ -321,13 +312,12 @@ def rerender_plan(texts: Mapping[str, str | None], lock_file: str) -> dict[str, 
     packages to load (the sandbox's own and the archive's requirements), the blob files to fetch
     (paths relative to the archive folder; each is checked against its hash when read), the
     requirements this site cannot provide with the reason, and the time limits."""
-    from cellar.rerender import batch as rerender, vfs
+    from cellar.rerender import vfs
 
     env = _tab_environment(texts.get("requirements"), lock_file)
     blob_ids = sorted({blob for _, blob in _pathmap(texts.get("pathmap")).files.values()})
     return {"packages": env.packages, "blobs": [vfs.blob_path(blob) for blob in blob_ids],
-            "unavailable": env.unavailable,
-            "limits": rerender.Settings.from_json(texts.get("settings") or "{}").limits()}
+            "unavailable": env.unavailable, "limits": _settings(texts.get("settings")).limits()}
 
 
 @lru_cache(maxsize=1)
@@ -348,23 +338,21 @@ def rerender_notebook(file: str, path: str, archive_dir: str, texts: Mapping[str
     output diffs. `texts` holds the archive's `pathmap`, `requirements` and `settings`
     (rerender.json) texts or None; `ipynb` is the fresh notebook's text, byte for byte what
     `cellar rerender` writes for it."""
-    from cellar.rerender import compare, environment, batch as rerender, sandbox
     from cellar.ingest.notebook import read_notebook
+    from cellar.rerender import report, sandbox
+    from cellar.rerender.batch import load_blobs
 
     saved = read_notebook(Path(file).read_bytes(), path)
-    settings = rerender.Settings.from_json(texts.get("settings") or "{}")
-    env = _tab_environment(texts.get("requirements"), lock_file)
+    settings = _settings(texts.get("settings"))
     pathmap = _pathmap(texts.get("pathmap"))
-    sources = [cell.source for cell in saved.cells if cell.cell_type == "code"]
-    blocked = environment.blocking_requirement(sources, env)
-    if blocked:
-        result: dict[str, Any] = {"cells": [], "stopped": blocked, "seconds": 0.0}
-    else:
+
+    def run(sources: list[str]) -> dict[str, Any]:
         rerender_prepare()
-        result = sandbox.run_notebook(sources, pathmap, rerender.load_blobs(Path(archive_dir), pathmap),
-                                      rerender.notebook_cwd(path), sandbox.Limits(**settings.limits()))
-    notebook, entry = rerender.judge(saved, result, compare.compile_sanitizers(settings.sanitizers), env)
-    ipynb = rerender.dump_notebook(notebook)
+        return sandbox.run_notebook(sources, pathmap, load_blobs(Path(archive_dir), pathmap),
+                                    report.notebook_cwd(path), sandbox.Limits(**settings.limits()))
+
+    fresh, entry = report.rerender_notebook(saved, _tab_environment(texts.get("requirements"), lock_file), settings, run)
+    ipynb = report.dump_notebook(fresh)
     return _side_by_side(saved, read_notebook(ipynb, path), entry, ipynb)
 
 
@@ -373,8 +361,8 @@ def rendered_view(saved_file: str, fresh_text: str, path: str, settings: str | N
     when the site was built (`fresh_text`, from the site's rendered/ folder) rather than of a run
     in the tab: its status and reason are the build's, its diffs computed again here with the
     archive's sanitisers (`settings`: the rerender.json text or None)."""
-    from cellar.rerender import compare, batch as rerender
     from cellar.ingest.notebook import read_notebook
+    from cellar.rerender import compare
 
     saved = read_notebook(Path(saved_file).read_bytes(), path)
     ipynb = fresh_text.encode("utf-8")
@@ -382,31 +370,18 @@ def rendered_view(saved_file: str, fresh_text: str, path: str, settings: str | N
     outcome = fresh.metadata.get("cellar_rerender") or {}
     if "status" not in outcome:
         raise ValueError(f"rendered/{path}: not a notebook written by `cellar rerender` (no metadata.cellar_rerender)")
-    sanitizers = compare.compile_sanitizers(rerender.Settings.from_json(settings or "{}").sanitizers)
-    comparison = compare.compare_notebooks(saved, fresh, sanitizers)
+    comparison = compare.compare_notebooks(saved, fresh, compare.compile_sanitizers(_settings(settings).sanitizers))
     entry = {"status": outcome["status"], "reason": outcome.get("reason"), "seconds": None,
              "cells": comparison.to_dict()["cells"]}
     return _side_by_side(saved, fresh, entry, ipynb)
 
 
 def _side_by_side(saved: Any, fresh: Any, entry: Mapping[str, Any], ipynb: bytes) -> dict[str, Any]:
-    """Per code cell: its fresh outputs, a badge (same | drifted | failed | not run) and the
-    output diffs of the report `entry`; with the notebook's status, reason and fresh text."""
-    from cellar.rerender import compare
+    """Per code cell: its fresh outputs, its badge and output diffs (cellar.rerender.report.cell_badges);
+    with the notebook's status, reason and fresh text."""
+    from cellar.rerender.report import cell_badges
 
-    diffs = {cell["cell"]: cell["outputs"] for cell in entry["cells"]}
-    ran = fresh.metadata.get("cellar_rerender", {}).get("ran")
-    code = [cell for cell in saved.cells if cell.cell_type == "code"]
-    cells = []
-    for number, cell in enumerate(code):
-        outputs = fresh.cells[cell.index].outputs
-        if ran is not None and number >= ran:
-            badge = "not run"
-        elif compare.first_new_error(cell.outputs, outputs) is not None:
-            badge = "failed"
-        else:
-            badge = "drifted" if cell.index in diffs else "same"
-        cells.append({"index": cell.index, "badge": badge, "outputs": [_output_view(o) for o in outputs],
-                      "diffs": diffs.get(cell.index, [])})
+    cells = [{**verdict, "outputs": [_output_view(o) for o in fresh.cells[verdict["index"]].outputs]}
+             for verdict in cell_badges(saved, fresh, entry)]
     return {"path": saved.path, "status": entry["status"], "reason": entry["reason"], "seconds": entry["seconds"],
             "cells": cells, "ipynb": ipynb.decode("utf-8")}

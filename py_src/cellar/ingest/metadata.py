@@ -1,0 +1,104 @@
+"""Document metadata: the project, author, year, vessel class, tags and `deprecated` flag.
+
+In: per-corpus rules (decoded JSON: `[{"pattern": regex, "meta": {...}}]`, read by
+`parse_rules`), a document's path and a notebook's own `metadata`. Out: the meta dict that every
+chunk of the document carries (`document_meta`); mistyped fields are errors naming the document.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cellar.ingest.notebook import NotebookError
+
+META_FIELDS = {
+    "project": ("a string", lambda value: isinstance(value, str)),
+    "author": ("a string", lambda value: isinstance(value, str)),
+    "year": ("an integer", lambda value: isinstance(value, int) and not isinstance(value, bool)),
+    "vessel_class": ("a string", lambda value: isinstance(value, str)),
+    "tags": (
+        "an array of strings",
+        lambda value: isinstance(value, list) and all(isinstance(tag, str) for tag in value),
+    ),
+    "deprecated": ("a boolean", lambda value: isinstance(value, bool)),
+}
+GROUP_FIELDS = ("project", "author", "year", "vessel_class")  # what a rule's named groups may set
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A per-corpus rule: documents whose path matches `pattern` get `meta`, plus the pattern's
+    named groups (`(?P<year>\\d{4})` gives `year`)."""
+
+    pattern: re.Pattern[str]
+    meta: dict[str, Any]
+
+
+def parse_rules(raw: Any) -> tuple[Rule, ...]:
+    """Rules from decoded JSON: a list of {"pattern": regex, "meta": {...}}; ValueError if bad."""
+    if not isinstance(raw, list):
+        raise ValueError('rules must be a JSON array of {"pattern", "meta"} objects')
+    rules = []
+    for number, item in enumerate(raw):
+        where = f"rule {number}"
+        if not isinstance(item, dict) or not isinstance(item.get("pattern"), str):
+            raise ValueError(f'{where}: must be an object with a "pattern" string')
+        unknown = set(item) - {"pattern", "meta"}
+        if unknown:
+            raise ValueError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+        try:
+            pattern = re.compile(item["pattern"])
+        except re.error as error:
+            raise ValueError(f"{where}: bad pattern: {error}") from None
+        for group in pattern.groupindex:
+            if group not in GROUP_FIELDS:
+                allowed = ", ".join(GROUP_FIELDS)
+                raise ValueError(f"{where}: group {group!r} is not one of {allowed}")
+        rules.append(Rule(pattern, _checked_meta(item.get("meta", {}), where + ".meta")))
+    return tuple(rules)
+
+
+def document_meta(path: str, metadata: Mapping[str, Any], rules: Sequence[Rule] = ()) -> dict[str, Any]:
+    """The project, author, year, vessel class, tags and `deprecated` flag of a document.
+
+    Matching rules apply in order, then the notebook's own `metadata.cellar`, which wins; tags
+    accumulate. A ValueError names the document and a mistyped field.
+    """
+    meta: dict[str, Any] = {}
+    for rule in rules:
+        match = rule.pattern.search(path)
+        if match:
+            groups = {key: value for key, value in match.groupdict().items() if value is not None}
+            if "year" in groups:
+                if not groups["year"].isdigit():
+                    year = groups["year"]
+                    raise ValueError(f"{path}: the year {year!r} that a rule matched is not a number")
+                groups["year"] = int(groups["year"])
+            meta = _merged(meta, {**rule.meta, **groups})
+    own = metadata.get("cellar")
+    if own is not None:
+        try:
+            meta = _merged(meta, _checked_meta(own, "metadata.cellar"))
+        except ValueError as error:
+            raise NotebookError(path, str(error)) from None
+    return meta
+
+
+def _checked_meta(raw: Any, where: str) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise ValueError(f"{where} must be an object")
+    for key, value in raw.items():
+        if key in META_FIELDS and not META_FIELDS[key][1](value):
+            raise ValueError(f"{where}.{key} must be {META_FIELDS[key][0]}, not {value!r}")
+    return {key: value for key, value in raw.items() if key in META_FIELDS}
+
+
+def _merged(meta: dict[str, Any], more: dict[str, Any]) -> dict[str, Any]:
+    tags = list(dict.fromkeys([*meta.get("tags", []), *more.get("tags", [])]))
+    merged = {**meta, **more}
+    if tags:
+        merged["tags"] = tags
+    return merged

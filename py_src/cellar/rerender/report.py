@@ -1,0 +1,218 @@
+"""Re-render reports: a sandbox run in, the fresh notebook, its verdict and the report out.
+
+Pure functions over plain data, shared by `cellar rerender` (cellar.rerender.batch, in Node
+workers) and the viewer's Re-render button (cellar.site.bridge, in the tab):
+
+    settings = Settings.load(archive)                      # rerender.json: limits, clock, sanitisers
+    fresh, entry = rerender_notebook(saved, env, settings, run)   # run: code cells -> sandbox result
+    report = make_report(archive, env, entries, ...)        # what report.json holds
+    read_report(out)                                        # its entries by path, for the index
+
+A sandbox result is `{"cells": [{"execution_count", "outputs"}...], "stopped": reason | None,
+"seconds": float}` (cellar.rerender.sandbox.run_notebook). The fresh notebook is the saved one's
+cells with fresh outputs, nbformat 4, `metadata.cellar_rerender` holding the status.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cellar.ingest.notebook import NEWEST_MINOR, Notebook, read_notebook
+from cellar.records import RERENDER_STATUSES, ReportEntry
+from cellar.rerender import compare, environment
+
+CONFIG_FILE = "rerender.json"
+REPORT_FILE = "report.json"
+BADGES = ("same", "drifted", "failed", "not run")  # a code cell's verdict in the viewer
+
+# code cells' sources -> the sandbox's result for them
+Run = Callable[[list[str]], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How to re-render an archive: its limits, clock and sanitisers (from rerender.json)."""
+
+    cell_timeout: float = 60.0
+    notebook_timeout: float = 300.0
+    clock: str | None = None
+    sanitizers: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def load(cls, archive: Path) -> Settings:
+        path = archive / CONFIG_FILE
+        return cls.from_json(path.read_text(encoding="utf-8"), str(path)) if path.is_file() else cls()
+
+    @classmethod
+    def from_json(cls, text: str, source: str = CONFIG_FILE) -> Settings:
+        """The settings in the text of a rerender.json; a bad one is a ValueError naming `source`."""
+        try:
+            data = json.loads(text)
+            settings = cls(**{**data, "sanitizers": tuple(map(tuple, data.get("sanitizers", ())))})
+        except (ValueError, TypeError, AttributeError) as error:
+            raise ValueError(f"{source}: {error}") from None
+        compare.compile_sanitizers(settings.sanitizers)  # fails early, naming a bad regex
+        return settings
+
+    def limits(self) -> dict[str, Any]:
+        return {"cell_timeout": self.cell_timeout, "notebook_timeout": self.notebook_timeout, "clock": self.clock}
+
+
+def fresh_notebook(saved: Notebook, runs: list[dict[str, Any]], status: dict[str, Any]) -> dict[str, Any]:
+    """The saved notebook's cells (nbformat 4) with the fresh outputs of the code cells that ran."""
+    fresh_runs = iter(runs)
+    cells = []
+    for cell in saved.cells:
+        raw: dict[str, Any] = {"cell_type": cell.cell_type, "metadata": cell.metadata, "source": cell.source}
+        if cell.attachments:
+            raw["attachments"] = cell.attachments
+        if cell.cell_type == "code":
+            run = next(fresh_runs, {"execution_count": None, "outputs": []})
+            raw["execution_count"] = run["execution_count"]
+            raw["outputs"] = run["outputs"]
+        cells.append(raw)
+    metadata = {**saved.metadata, "cellar_rerender": status}
+    # 4.4 (no cell ids to invent), or the saved notebook's own minor when it is newer than any
+    # cellar knows: its cell types may be ones only that version defines
+    future = saved.nbformat[0] == 4 and saved.nbformat[1] > NEWEST_MINOR
+    minor = saved.nbformat[1] if future else 4
+    return {"cells": cells, "metadata": metadata, "nbformat": 4, "nbformat_minor": minor}
+
+
+def dump_notebook(notebook: dict[str, Any]) -> bytes:
+    """nbformat's own layout (indent 1, sorted keys), so that equal runs give equal bytes."""
+    return (json.dumps(notebook, indent=1, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def notebook_cwd(relative: str) -> str:
+    """The logical folder a notebook starts in: its own, with the archive root as `/`."""
+    parent = Path(relative).parent.as_posix()
+    return "/" if parent == "." else f"/{parent}"
+
+
+def reason_key(reason: str) -> str:
+    """A stale reason without the cell number, so that the same cause counts once per notebook."""
+    if reason.startswith("requirement "):
+        return reason.split(" (", 1)[0]  # one line per missing requirement, whatever each cell raised
+    return re.sub(r"^cell \d+: ", "", reason)[:160]
+
+
+def rerender_notebook(
+    saved: Notebook, env: environment.Environment, settings: Settings, run: Run
+) -> tuple[dict[str, Any], ReportEntry]:
+    """Re-run one notebook with `run` and judge it: the fresh notebook and its report entry.
+
+    `run` gets the code cells' sources and returns the sandbox's result: a Node worker in
+    `cellar rerender`, the sandbox itself in the tab. A notebook that imports a requirement the
+    environment cannot provide is not run at all, and is stale with that reason."""
+    sources = [cell.source for cell in saved.cells if cell.cell_type == "code"]
+    blocked = environment.blocking_requirement(sources, env)
+    result = {"cells": [], "stopped": blocked, "seconds": 0.0} if blocked else run(sources)
+    return judge(saved, result, compare.compile_sanitizers(settings.sanitizers), env)
+
+
+def judge(
+    saved: Notebook,
+    result: dict[str, Any],
+    sanitizers: tuple[tuple[re.Pattern[str], str], ...],
+    env: environment.Environment,
+) -> tuple[dict[str, Any], ReportEntry]:
+    """Compare a sandbox run with the saved notebook: the fresh notebook (its metadata holding the
+    status) and the report entry (status, reason, cell diffs, seconds). Pure: the build and the
+    viewer's Re-render button both judge with it."""
+    draft = fresh_notebook(saved, result["cells"], {})
+    fresh = read_notebook(dump_notebook(draft), saved.path)
+    comparison = compare.compare_notebooks(saved, fresh, sanitizers, stopped=result["stopped"])
+    reason = comparison.reason and environment.attribute_failure(comparison.reason, env)
+    # `ran`: how many code cells ran, so that a reader of the fresh notebook alone can tell a cell
+    # that printed nothing from one the run never reached
+    status = {"status": comparison.status, "reason": reason, "ran": len(result["cells"])}
+    entry: ReportEntry = {
+        **comparison.to_dict(),
+        "reason": reason,
+        "revision": saved.revision,  # type: ignore[typeddict-item]
+        "seconds": round(result["seconds"], 3),
+    }
+    return fresh_notebook(saved, result["cells"], status), entry
+
+
+def make_report(
+    archive: Path,
+    env: environment.Environment,
+    entries: list[ReportEntry],
+    worker_starts: list[float],
+    seconds: float,
+    workers: int,
+) -> dict[str, Any]:
+    counts = Counter(entry["status"] for entry in entries)
+    reasons = Counter(reason_key(entry["reason"]) for entry in entries if entry["status"] == "stale")
+    return {
+        "archive": str(archive),
+        "environment": env.to_dict(),
+        "counts": {status: counts.get(status, 0) for status in RERENDER_STATUSES},
+        "top_reasons": [{"reason": reason, "notebooks": n} for reason, n in reasons.most_common(10)],
+        "timings": {
+            "total_seconds": round(seconds, 2),
+            "workers": workers,
+            "worker_start_seconds": [round(value, 2) for value in sorted(worker_starts)],
+        },
+        "notebooks": entries,
+    }
+
+
+def read_report(out: str | os.PathLike[str]) -> dict[str, ReportEntry]:
+    """The entries of the report in a `rerender` output folder, by notebook path. A missing or
+    unreadable report is a ValueError that names it."""
+    path = Path(out) / REPORT_FILE
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+        return {entry["path"]: entry for entry in report["notebooks"]}
+    except FileNotFoundError:
+        raise ValueError(f"{path}: no re-render report here (run `cellar rerender ARCHIVE --out {out}`)") from None
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"{path}: not a re-render report: {error}") from None
+
+
+def summary(report: dict[str, Any]) -> str:
+    """The report as a short table: counts per status, the top stale reasons, the time taken."""
+    total = sum(report["counts"].values())
+    lines = [f"{'status':<10}{'notebooks':>10}"]
+    lines += [f"{status:<10}{n:>10}" for status, n in report["counts"].items()]
+    lines.append(f"{'total':<10}{total:>10}")
+    if report["top_reasons"]:
+        lines.append("\ntop stale reasons:")
+        lines += [f"{item['notebooks']:>4}  {item['reason']}" for item in report["top_reasons"]]
+    for name, reason in report["environment"]["unavailable"].items():
+        lines.append(f"\nunavailable requirement {name}: {reason}")
+    timings = report["timings"]
+    lines.append(
+        f"\n{total} notebooks in {timings['total_seconds']} s with {timings['workers']} "
+        f"worker(s); worker start {timings['worker_start_seconds']} s"
+    )
+    return "\n".join(lines)
+
+
+def cell_badges(saved: Notebook, fresh: Notebook, entry: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Per code cell of `saved`: its index, a badge (one of BADGES) and the output diffs that the
+    report `entry` holds for it. A cell the run never reached is `not run` (the fresh notebook's
+    `ran` says how many did); one that raised where the saved one did not is `failed`."""
+    diffs = {cell["cell"]: cell["outputs"] for cell in entry["cells"]}
+    ran = fresh.metadata.get("cellar_rerender", {}).get("ran")
+    code = [cell for cell in saved.cells if cell.cell_type == "code"]
+    verdicts = []
+    for number, cell in enumerate(code):
+        if ran is not None and number >= ran:
+            badge = "not run"
+        elif compare.first_new_error(cell.outputs, fresh.cells[cell.index].outputs) is not None:
+            badge = "failed"
+        else:
+            badge = "drifted" if cell.index in diffs else "same"
+        verdicts.append({"index": cell.index, "badge": badge, "diffs": diffs.get(cell.index, [])})
+    return verdicts
