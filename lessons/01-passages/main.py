@@ -4,6 +4,9 @@ Write the three functions below; each checkpoint's task gives the exact rules.
 Run shows the demo at the bottom; Check tests one function at a time.
 """
 
+import hashlib
+import re
+
 
 def document_snapshots(records):
     """Return a new dict per record with id, title, text (exactly as given) and revision.

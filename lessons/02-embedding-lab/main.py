@@ -4,6 +4,8 @@ Write the three functions below; each checkpoint's task gives the exact rules.
 Run shows the demo at the bottom; Check tests one function at a time.
 """
 
+import math
+
 import numpy as np
 
 

@@ -11,6 +11,7 @@ import argparse
 import json
 import sys
 
+from cellar.records import Answer
 from cellar.retrieval.embedding import default_model_dir, load_model
 from cellar.retrieval.index import KINDS
 from cellar.retrieval.search import Filters, Searcher
@@ -67,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     return 3 if answer["refused"] else 0
 
 
-def listing(answer: dict) -> str:
+def listing(answer: Answer) -> str:
     """The answer for a terminal: notebooks, their hits and neighbourhoods, or the refusal."""
     if answer["refused"]:
         return f"refused: {answer['refusal_reason']}"

@@ -113,6 +113,7 @@ def coverage(chunked: Chunked) -> Coverage:
 def _notebook_coverage(notebook: Notebook, chunks: Iterable[Chunk]) -> Coverage:
     spans: dict[tuple[int, int | None], list[tuple[int, int]]] = {}
     for chunk in chunks:
+        assert chunk.cell is not None  # every chunk of a notebook names its cell
         if chunk.meta["field"] in ("source", "text"):
             spans.setdefault((chunk.cell, chunk.output), []).append((chunk.start, chunk.end))
     parts = []
@@ -121,6 +122,7 @@ def _notebook_coverage(notebook: Notebook, chunks: Iterable[Chunk]) -> Coverage:
             parts.append(span_coverage(cell.source, spans.get((cell.index, None), ())))
         for output in cell.outputs:
             if output.output_type == "stream":
+                assert output.text is not None  # the notebook loader sets a stream's text
                 parts.append(span_coverage(output.text, spans.get((cell.index, output.index), ())))
     return combine(parts)
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cellar.ingest.notebook import Cell, Notebook, Output
+from cellar.records import ChunkRecord
 
 ID_HEX = 16
 
@@ -45,7 +46,7 @@ class Chunk:
     text: str
     meta: dict[str, Any]
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> ChunkRecord:
         """The chunk as a plain dict in contract order: a line of `cellar chunk --jsonl`."""
         return {
             "id": self.id, "kind": self.kind, "path": self.path, "cell": self.cell,
@@ -68,6 +69,7 @@ def original_text(notebook: Notebook, chunk: Chunk) -> str:
     """The string that a notebook chunk's quote slices: a cell's source, or an output's text,
     MIME data, error value or name, as `chunk.meta["field"]` says. (A plain document's chunks
     slice the document's text.)"""
+    assert chunk.cell is not None  # only a plain document's chunks have no cell
     cell = notebook.cells[chunk.cell]
     where = chunk.meta["field"]
     if chunk.output is None or where == "source":

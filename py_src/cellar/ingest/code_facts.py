@@ -160,7 +160,7 @@ def _target_names(target: ast.expr) -> list[str]:
     return []
 
 
-def _segment(source: str, python: str, node: ast.AST) -> str | None:
+def _segment(source: str, python: str, node: ast.stmt) -> str | None:
     """Source text of `node`; for a blanked magic line, the original line."""
     segment = ast.get_source_segment(python, node)
     if segment is None:
@@ -204,7 +204,9 @@ def _strings(node: ast.expr) -> list[str]:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return [node.value.strip()] if node.value.strip() else []
     if isinstance(node, ast.JoinedStr):
-        parts = [value.value for value in node.values if isinstance(value, ast.Constant)]
+        parts = [
+            value.value for value in node.values if isinstance(value, ast.Constant) and isinstance(value.value, str)
+        ]
         text = " ".join(" ".join(parts).split())
         return [text] if text else []
     if isinstance(node, (ast.List, ast.Tuple)):

@@ -33,6 +33,7 @@ IMAGES = ("image/png", "image/jpeg", "image/svg+xml", "image/gif", "image/webp",
 def chunk_output(maker: ChunkMaker, cell: Cell, output: Output, facts: CodeFacts, above: str) -> None:
     """Chunks of one output, chosen by what it holds; what cannot be searched is counted."""
     if output.output_type == "stream":
+        assert output.text is not None  # the notebook loader sets a stream's text
         if not _whole_table(maker, output, output.text, "text", None):
             _text_output(maker, output, output.text, "text", None, name=output.name)
         return

@@ -56,6 +56,7 @@ def snapshot(record: Mapping[str, object]) -> dict[str, str]:
             raise ValueError(f"document {doc_id}: {name} must be a str, not {type(value).__name__}")
         if not value.strip():
             raise ValueError(f"document {doc_id}: {name} is empty")
+    assert isinstance(title, str) and isinstance(text, str)  # checked by the loop above
     return {"id": doc_id, "title": title, "text": text, "revision": revision(text)}
 
 

@@ -112,6 +112,7 @@ class _TableReader(HTMLParser):
         elif tag in ("th", "td"):
             if self._row is None:  # a cell outside <tr>: HTML opens the row implicitly
                 self.handle_starttag("tr", [])
+                assert self._row is not None  # the "tr" branch above opened it
             named = dict(attrs)
             self._cell = _Cell(tag, [], _span(named, "colspan"), _span(named, "rowspan"))
             self._row.append(self._cell)

@@ -8,7 +8,7 @@ pandas is imported only once a table is built, as in `cellar.ingest.tables`.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, TypeGuard, TypeVar
 
 from cellar.ingest.tables import ELLIPSIS, INT, Table, build_frame
 
@@ -32,6 +32,8 @@ _MAX_HEADER_LINES = 6
 # SymPy's pretty printer draws tall brackets from these pieces (⎛ ⎜ ⎝ ...) and pads its lines
 # like a table; pandas never prints them.
 _MATH_PIECES = re.compile("[\u239b-\u23ad]")
+
+_T = TypeVar("_T")
 
 
 def parse_text_table(text: str) -> Table | None:
@@ -59,17 +61,17 @@ def parse_text_table(text: str) -> Table | None:
     if blocks is None:
         return None
     parts = [_text_block(block) for block in blocks]
-    if len(parts) > 1 and all(parts):  # one index width for all blocks: the narrowest found
+    if len(parts) > 1 and _all_found(parts):  # one index width for all blocks: the narrowest found
         width = min(p["index_end"] for p in parts)
         parts = [
             part if part["index_end"] == width else _text_block(block, width) for part, block in zip(parts, blocks)
         ]
-    if not all(parts) or any(p["index"] != parts[0]["index"] for p in parts):
+    if not _all_found(parts) or any(p["index"] != parts[0]["index"] for p in parts):
         return None
     levels = {len(p["column_levels"]) for p in parts}
     if len(levels) != 1:
         return None
-    column_levels = [sum((p["column_levels"][k] for p in parts), []) for k in range(levels.pop())]
+    column_levels: list[list[str]] = [sum((p["column_levels"][k] for p in parts), []) for k in range(levels.pop())]
     frame = build_frame(
         data=sum((p["data"] for p in parts), []),
         index_levels=parts[0]["index"],
@@ -80,6 +82,12 @@ def parse_text_table(text: str) -> Table | None:
     elided = any(p["elided"] for p in parts)
     shape = (int(footer[1]), int(footer[2])) if footer else frame.shape
     return Table(frame, shape, "dataframe", elided)
+
+
+def _all_found(parts: list[_T | None]) -> TypeGuard[list[_T]]:
+    """Whether no part is None (`all(parts)` for parts that are never empty or falsy, which
+    also tells the type checker)."""
+    return all(part is not None for part in parts)
 
 
 def _trim(lines: list[str]) -> list[str]:
@@ -353,7 +361,7 @@ def _series_from_text(lines: list[str], footer: str, dtype: str) -> Table | None
     multi = len(names.split()) > 1 or any(row[:1] == " " for row in rows)
     numeric = bool(_NUMERIC_DTYPE.fullmatch(dtype))
     cut = [_series_run(run, "" if k else names, multi or numeric) for k, run in enumerate(runs)]
-    if not all(cut) or len({len(c[0][0]) for c in cut}) != 1:
+    if not _all_found(cut) or len({len(c[0][0]) for c in cut}) != 1:
         return None
     labels = _fill_down([label for c in cut for label in c[0]])
     if labels is None:

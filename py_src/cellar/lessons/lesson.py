@@ -550,7 +550,9 @@ def _placement_problems(lesson: Lesson, folder: Path) -> list[str]:
     )
     siblings = {}
     for sibling in find_lessons(folder.parent):
-        number, lesson_id = FOLDER.fullmatch(sibling.name).groups()
+        match = FOLDER.fullmatch(sibling.name)
+        assert match is not None  # find_lessons keeps only folders whose names match FOLDER
+        number, lesson_id = match.groups()
         if sibling.resolve() != folder.resolve():
             siblings[lesson_id] = int(number)
     problems += [

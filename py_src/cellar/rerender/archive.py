@@ -86,7 +86,9 @@ def add_to_archive(
         try:
             target = logical_path(logical)
         except VfsError as error:
-            report.errors.append(f"{os.fspath(local)}: logical path {logical!r}: {error.strerror}")
+            report.errors.append(
+                f"{os.fspath(local)}: logical path {logical!r}: {getattr(error, 'strerror', None) or error}"
+            )
             continue
         if not target.parts:
             report.errors.append(f"{os.fspath(local)}: logical path {logical!r}: a share or drive root is not a file")
@@ -99,7 +101,9 @@ def add_to_archive(
         try:
             root = logical_path(prefix)
         except VfsError as error:
-            report.errors.append(f"{os.fspath(folder)}: logical folder {prefix!r}: {error.strerror}")
+            report.errors.append(
+                f"{os.fspath(folder)}: logical folder {prefix!r}: {getattr(error, 'strerror', None) or error}"
+            )
             continue
         if not os.path.isdir(folder):
             report.errors.append(f"{os.fspath(folder)}: not a folder")
@@ -109,7 +113,7 @@ def add_to_archive(
             try:
                 target = tree_target(root, relative)
             except VfsError as error:
-                report.errors.append(f"{local}: {error.strerror}")
+                report.errors.append(f"{local}: {getattr(error, 'strerror', None) or error}")
                 continue
             blob = store_file(local)
             if blob is not None:

@@ -97,25 +97,29 @@ class Worker:
         runtime, wheels, packages = self.args
         kept = self.start_files is not None and self.start_files.is_file()
         host = PyodideHost(
-            runtime, wheels=wheels, packages=packages, files={self.START_FILES: self.start_files} if kept else None
+            runtime,
+            wheels=wheels,
+            packages=packages,
+            files={self.START_FILES: self.start_files} if kept and self.start_files else None,
         )
         start_files = self.START_FILES if self.start_files else None
         host.run(f"import cellar.rerender.sandbox as sandbox; sandbox.prepare(start_files={start_files!r})")
         if self.start_files and not kept:
-            self._keep(host.read_file(self.START_FILES))
+            self._keep(self.start_files, host.read_file(self.START_FILES))
         self.start_seconds += time.perf_counter() - started
         self.sent: set[str] = set()  # blob ids this process holds (cellar.rerender.sandbox keeps them)
         return host
 
-    def _keep(self, data: bytes) -> None:
+    @staticmethod
+    def _keep(path: Path, data: bytes) -> None:
         """Save the start files whole or not at all (written aside, then renamed: a parallel worker
         may be saving the same), and never at the cost of this start: a cache that cannot be
         written only loses later workers their head start."""
-        partial = self.start_files.with_name(f"{self.start_files.name}.{os.getpid()}-{threading.get_ident()}")
+        partial = path.with_name(f"{path.name}.{os.getpid()}-{threading.get_ident()}")
         try:
-            self.start_files.parent.mkdir(parents=True, exist_ok=True)
+            path.parent.mkdir(parents=True, exist_ok=True)
             partial.write_bytes(data)
-            partial.replace(self.start_files)
+            partial.replace(path)
         except OSError:
             partial.unlink(missing_ok=True)
 
@@ -185,7 +189,7 @@ def rerender(
     requirements_file = archive / "requirements.txt"
     requirements = environment.read_requirements(requirements_file) if requirements_file.is_file() else []
     runtime, site_wheels = site_runtime(Path(site))
-    env = environment.resolve_environment(requirements, runtime, cache)
+    env = environment.resolve_environment(requirements, runtime, Path(cache))
 
     jobs: queue.Queue[Path] = queue.Queue()
     paths = find_notebooks(archive, skip=out)

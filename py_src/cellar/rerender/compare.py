@@ -206,7 +206,9 @@ def images_match(a: bytes, b: bytes) -> tuple[bool, str]:
     # Thumbnails at a quarter of the saved size: a pixel of shift or of anti-aliasing averages out,
     # a moved curve, bar or label does not.
     thumb = (max(1, first.width // 4), max(1, first.height // 4))
-    old, new = (numpy.asarray(image.resize(thumb, Image.BOX), dtype=numpy.int16) for image in (first, second))
+    old, new = (
+        numpy.asarray(image.resize(thumb, Image.Resampling.BOX), dtype=numpy.int16) for image in (first, second)
+    )
     moved = float((abs(old - new) > PIXEL_THRESHOLD).mean())
     return moved <= IMAGE_TOLERANCE, f"{moved:.1%} of the picture differs"
 

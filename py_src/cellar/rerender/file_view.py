@@ -25,7 +25,7 @@ from typing import Any
 from cellar.rerender import vfs
 
 # The real file functions, as they were when this module was first imported (before any hook).
-_REAL = MappingProxyType(
+_REAL: Mapping[str, Callable[..., Any]] = MappingProxyType(
     {
         "open": builtins.open,
         "stat": os.stat,
@@ -88,7 +88,7 @@ class FileView:
         except TypeError:
             return True  # not a path: let the real function raise its own TypeError
         caller = sys._getframe(depth)
-        if caller.f_code.co_name == "_modified_open":  # IPython's wrapper of a cell's open()
+        if caller.f_code.co_name == "_modified_open" and caller.f_back is not None:  # IPython's wrapper of open()
             caller = caller.f_back
         if not text.startswith("/") or self.is_cell(caller.f_code.co_filename):
             return False  # a cell's own open() sees only the archive
@@ -186,7 +186,8 @@ class _NamedBytesIO(io.BytesIO):
 
     def __init__(self, data: bytes, name: str, mode: str) -> None:
         super().__init__(data)
-        self.name, self.mode = name, mode
+        self.name = name
+        self.mode = mode  # type: ignore[misc]  # read-only in typeshed's IO; a real file object has it
 
 
 class FileHooks:

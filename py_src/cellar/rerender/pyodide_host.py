@@ -50,7 +50,7 @@ class PyodideHost:
             raise FileNotFoundError(f"{node}: Node.js is needed to run Pyodide outside a browser")
         if not (Path(runtime) / "pyodide.mjs").is_file():
             raise FileNotFoundError(f"{runtime}: no Pyodide runtime here (build the site first)")
-        options = {
+        options: dict[str, Any] = {
             "runtime": str(Path(runtime).resolve()),
             "wheels": [str(Path(wheel).resolve()) for wheel in wheels],
             "packages": list(packages),
@@ -83,20 +83,24 @@ class PyodideHost:
 
     def _request(self, request: dict[str, Any], timeout: float | None) -> Any:
         self._next_id += 1
-        self._process.stdin.write(json.dumps({"id": self._next_id, **request}) + "\n")
-        self._process.stdin.flush()
+        stdin = self._process.stdin
+        assert stdin is not None  # started with stdin=PIPE
+        stdin.write(json.dumps({"id": self._next_id, **request}) + "\n")
+        stdin.flush()
         return self._read_reply(self._next_id, timeout)
 
     def _read_reply(self, request_id: int, timeout: float | None) -> Any:
         deadline = None if timeout is None else time.monotonic() + timeout
+        stdout = self._process.stdout
+        assert stdout is not None  # started with stdout=PIPE
         with selectors.DefaultSelector() as selector:
-            selector.register(self._process.stdout, selectors.EVENT_READ)
+            selector.register(stdout, selectors.EVENT_READ)
             while True:
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0 or not selector.select(remaining):
                     self.close()
                     raise TimeoutError(f"Pyodide did not answer within {timeout} s")
-                line = self._process.stdout.readline()
+                line = stdout.readline()
                 if not line:
                     code = self._process.wait()
                     raise PyodideError(f"the Node process running Pyodide exited ({code})")
@@ -111,7 +115,7 @@ class PyodideHost:
                 return message["value"]
 
     def close(self) -> None:
-        if self._process.poll() is None:
+        if self._process.poll() is None and self._process.stdin is not None:
             self._process.stdin.close()
             try:
                 self._process.wait(timeout=5)

@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from cellar.ingest.notebook import NEWEST_MINOR, Notebook, read_notebook
 from cellar.records import RERENDER_STATUSES, ReportEntry
@@ -74,7 +74,7 @@ def fresh_notebook(saved: Notebook, runs: list[dict[str, Any]], status: dict[str
         if cell.attachments:
             raw["attachments"] = cell.attachments
         if cell.cell_type == "code":
-            run = next(fresh_runs, {"execution_count": None, "outputs": []})
+            run: dict[str, Any] = next(fresh_runs, {"execution_count": None, "outputs": []})
             raw["execution_count"] = run["execution_count"]
             raw["outputs"] = run["outputs"]
         cells.append(raw)
@@ -134,12 +134,10 @@ def judge(
     # `ran`: how many code cells ran, so that a reader of the fresh notebook alone can tell a cell
     # that printed nothing from one the run never reached
     status = {"status": comparison.status, "reason": reason, "ran": len(result["cells"])}
-    entry: ReportEntry = {
-        **comparison.to_dict(),
-        "reason": reason,
-        "revision": saved.revision,  # type: ignore[typeddict-item]
-        "seconds": round(result["seconds"], 3),
-    }
+    entry = cast(
+        ReportEntry,
+        {**comparison.to_dict(), "reason": reason, "revision": saved.revision, "seconds": round(result["seconds"], 3)},
+    )
     return fresh_notebook(saved, result["cells"], status), entry
 
 
@@ -152,7 +150,7 @@ def make_report(
     workers: int,
 ) -> dict[str, Any]:
     counts = Counter(entry["status"] for entry in entries)
-    reasons = Counter(reason_key(entry["reason"]) for entry in entries if entry["status"] == "stale")
+    reasons = Counter(reason_key(entry["reason"] or "") for entry in entries if entry["status"] == "stale")
     return {
         "archive": str(archive),
         "environment": env.to_dict(),

@@ -288,7 +288,8 @@ def _make_shell() -> Any:
         """The last expression's format dict -> execute_result (ipykernel's ZMQShellDisplayHook)."""
 
         def start_displayhook(self) -> None:
-            self.data, self.metadata = {}, {}
+            self.data: dict[str, Any] = {}
+            self.metadata: dict[str, Any] | None = {}
 
         def write_output_prompt(self) -> None:
             pass
@@ -430,8 +431,8 @@ def _restore(baseline: _Baseline) -> None:
         numpy = sys.modules["numpy"]
         numpy.set_printoptions(**baseline.numpy_print)
         numpy.seterr(**baseline.numpy_err)
-    warnings.filters[:] = baseline.warning_filters
-    warnings._filters_mutated()  # forgets every "already shown once" registry entry
+    warnings.filters[:] = baseline.warning_filters  # type: ignore[index]  # a list at run time
+    warnings._filters_mutated()  # type: ignore[attr-defined]  # forgets every "already shown once" registry entry
     sys.path[:] = baseline.sys_path
     os.environ.clear()
     os.environ.update(baseline.environ)
@@ -518,6 +519,7 @@ class _Session:
         """`run_notebook` (the module's) in this session, preparing it first if need be."""
         if self.baseline is None:
             self.prepare()
+        assert self.baseline is not None  # prepare() took it
         shell = self.shell
         _restore(self.baseline)
         shell.reset(new_session=False)

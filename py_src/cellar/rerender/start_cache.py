@@ -21,7 +21,7 @@ def around_imports(path: str | None) -> Iterator[None]:
     """Unpack the start files at `path` before the body, if they exist; else pack them after it,
     from the modules the body imported (bytecode is written meanwhile only to be packed)."""
     reuse = path is not None and os.path.exists(path)
-    if reuse:
+    if path is not None and reuse:
         unpack_start_files(path)
     packing = path is not None and not reuse
     imported = set(sys.modules)
@@ -31,7 +31,7 @@ def around_imports(path: str | None) -> Iterator[None]:
         yield
     finally:
         sys.dont_write_bytecode = dont_write_bytecode
-    if packing:
+    if path is not None and packing:
         pack_start_files(path, [sys.modules[name] for name in sys.modules.keys() - imported])
 
 
@@ -57,7 +57,8 @@ def font_lists() -> dict[str, bytes]:
     if font_manager is None:
         return {}
     lists = {}
-    for folder in (sys.modules["matplotlib"].get_cachedir(), os.path.dirname(font_manager.__file__)):
+    folders: tuple[str, str] = (sys.modules["matplotlib"].get_cachedir(), os.path.dirname(font_manager.__file__ or ""))
+    for folder in folders:
         for name in sorted(os.listdir(folder)):
             if name.startswith("fontlist") and name.endswith(".json"):
                 with open(os.path.join(folder, name), "rb") as handle:

@@ -277,9 +277,9 @@ def logical_path(path: AnyPath, cwd: AnyPath | None = None) -> LogicalPath:
     elif body.startswith("~"):
         raise _refused(text, "the home directory of another user (only '~' is mapped)")
     elif body.startswith(("/", "\\")):
-        here = logical_path(cwd) if cwd is not None else None
-        if here is not None and here.flavour == "windows":  # rooted at the working directory's drive
-            base = LogicalPath("windows", here.root)
+        working = logical_path(cwd) if cwd is not None else None
+        if working is not None and working.flavour == "windows":  # rooted at the working directory's drive
+            base = LogicalPath("windows", working.root)
         else:
             base = LogicalPath("posix", "/")
         rest = body
@@ -498,6 +498,7 @@ class _Builder:
             check_blob_id(blob)
         except InvalidBlobId as error:
             raise self.fail(entry, str(error)) from None
+        assert isinstance(blob, str)  # check_blob_id accepts strings only
         key = target.key
         if key in self.dirs:
             raise self.fail(entry, f"{str(target)!r} is a folder of {self.dir_entry[key]}")

@@ -212,8 +212,8 @@ class _Expansion:
             return self._words[lower]
         # A letters-only whole (camelCase) is a word like any other, so ``DataFrame`` and
         # ``dataframes`` meet; anything with separators or digits is kept verbatim.
-        whole = self._words[lower] if lower.isalpha() else (lower,)
-        return _unique(chain(whole, *(self._words[p] for p in parts)))
+        whole_terms = self._words[lower] if lower.isalpha() else (lower,)
+        return _unique(chain(whole_terms, *(self._words[p] for p in parts)))
 
     def terms(self, raws: Iterable[str]) -> list[str]:
         return list(chain.from_iterable(map(self.tokens.__getitem__, raws)))

@@ -79,7 +79,9 @@ def distill_model(out_dir: str | PathLike[str], *, pca_dims: int = 256, model_id
         "removed_tokens": r"\[unused\d+\], [CLS], [SEP], [MASK]",
         "quantisation": "int8, symmetric, one float32 scale per row (vector = row * scale)",
     }
-    (out / "README.md").write_text(_readme(model_id, vectors.shape, upstream, distillation), encoding="utf-8")
+    (out / "README.md").write_text(
+        _readme(model_id, (vectors.shape[0], vectors.shape[1]), upstream, distillation), encoding="utf-8"
+    )
     manifest = {
         "format": MODEL_FORMAT,
         "id": model_id,

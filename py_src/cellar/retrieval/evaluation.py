@@ -58,9 +58,12 @@ def scorecard(judged: Sequence[Mapping[str, Any]], latencies: Sequence[float]) -
     def share(items: Sequence[Any], test: Callable[[Any], bool]) -> float | None:
         return round(sum(map(test, items)) / len(items), 4) if items else None
 
-    figures = {"n": len(judged)}
+    def ranked_within(at: int) -> Callable[[Any], bool]:
+        return lambda j: j["rank"] is not None and j["rank"] <= at
+
+    figures: dict[str, Any] = {"n": len(judged)}
     for at in (1, 3, 5):
-        figures[f"notebook_hit@{at}"] = share(answerable, lambda j, at=at: j["rank"] is not None and j["rank"] <= at)
+        figures[f"notebook_hit@{at}"] = share(answerable, ranked_within(at))
     figures["cell_hit@5"] = share(answerable, lambda j: j["cell_hit"])
     figures["mrr"] = (
         round(sum(1 / j["rank"] for j in answerable if j["rank"]) / len(answerable), 4) if answerable else None
@@ -79,7 +82,9 @@ def scorecard(judged: Sequence[Mapping[str, Any]], latencies: Sequence[float]) -
 def evaluate(searcher: Searcher, gold: Sequence[Mapping[str, Any]], mode: str = "hybrid") -> dict[str, Any]:
     """The scorecard of ``searcher`` on ``gold``: overall, ``by_kind`` and ``by_lang``, with
     latency p50/p95 of a whole search and per stage."""
-    judged, latencies, stages = [], [], {}
+    judged: list[dict[str, Any]] = []
+    latencies: list[float] = []
+    stages: dict[str, list[float]] = {}
     for row in gold:
         answer = searcher.search(row["query"], k=5, mode=mode)
         judged.append({**judge(row, answer), "kind": row.get("kind"), "lang": row.get("lang")})

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fnmatch import fnmatch
 from pathlib import PurePath, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -109,9 +109,10 @@ def build_index(
     and ``titles`` are per path; the defaults are the highest cell + 1, ``Render()`` (unchecked),
     and the first heading (or the file name)."""
     settings = analyzer or AnalyzerSettings()
-    groups: dict[str, list[dict[str, Any]]] = {}
+    groups: dict[str, list[ChunkRecord]] = {}
     for record in records:
-        groups.setdefault(record["path"], []).append(dict(record))
+        # Records follow the chunk record contract (nothing checks them at run time).
+        groups.setdefault(record["path"], []).append(cast(ChunkRecord, dict(record)))
     rows = [record for path in sorted(groups) for record in groups[path]]
     if not rows:
         raise ValueError("nothing to index: no chunk records")
@@ -239,7 +240,7 @@ def build_index_from_directory(
         if not any(fnmatch(PurePath(os.path.relpath(path, corpus_dir)).as_posix(), pattern) for pattern in exclude)
     ]
     report = progress or (lambda done, total, what: None)
-    records: list[dict[str, Any]] = []
+    records: list[ChunkRecord] = []
     cell_counts: dict[str, int] = {}
     titles: dict[str, str] = {}
     renders: dict[str, Render] = {}
@@ -258,6 +259,7 @@ def build_index_from_directory(
         problems += [str(warning.message) for warning in caught]
         source = chunked.source
         if report_entries is not None and not isinstance(source, str):
+            assert rerendered is not None  # report_entries was read from it
             chunked, renders[source.path], problem = with_render(
                 chunked, report_entries.get(source.path), rerendered, rules
             )
@@ -289,9 +291,10 @@ def with_render(
     outputs from being trusted (no entry, a file changed since, a missing fresh notebook) keeps the
     saved ones, unchecked, with a problem (``path: what``) to report."""
     from cellar.ingest.chunking import chunk_notebook
-    from cellar.ingest.notebook import NotebookError, read_notebook
+    from cellar.ingest.notebook import Notebook, NotebookError, read_notebook
 
     saved = chunked.source
+    assert isinstance(saved, Notebook)  # only a notebook is re-rendered
     path = saved.path
     if entry is None:
         return chunked, Render(), f"{path}: not in the re-render report; its saved outputs are indexed unchecked"
@@ -312,7 +315,7 @@ def with_render(
     except (OSError, NotebookError) as error:
         unreadable = error
     if entry["status"] == "stale":
-        return chunked, Render("stale", entry.get("reason"), fresh and fresh.revision), None
+        return chunked, Render("stale", entry.get("reason"), fresh.revision if fresh is not None else None), None
     if fresh is None or len(fresh.cells) != len(saved.cells):
         why = f"cannot be read ({unreadable})" if fresh is None else "has other cells than the archive's"
         return chunked, Render(), f"{path}: its fresh notebook {fresh_file} {why}; saved outputs indexed unchecked"

@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from cellar.records import KINDS, Answer, NeighbourhoodEntry, NotebookResult
+from cellar.records import KINDS, Answer, Hit, NeighbourhoodEntry, NotebookResult
 from cellar.retrieval.analysis import Analyzer
 from cellar.retrieval.embedding import StaticModel
 from cellar.retrieval.index import Index
@@ -334,14 +334,15 @@ class Searcher:
         entry = self.index.notebooks[n]
         records = self.fragment(n)
         start = entry["start"]
-        hits = []
+        hits: list[Hit] = []
         for row, chunk_score in _diverse(rows, self.index.chunk_kind)[:HITS_PER_NOTEBOOK]:
             record = records[row - start]
-            hits.append({
+            hit: Hit = {
                 "chunk_id": record["id"], "kind": record["kind"], "cell": record["cell"],
                 "output": record["output"], "score": round(chunk_score, 6), "quote": record["quote"],
                 "start": record["start"], "end": record["end"],
-            })  # fmt: skip
+            }  # fmt: skip
+            hits.append(hit)
         result: NotebookResult = {
             "path": entry["path"],
             "revision": entry["revision"],

@@ -133,7 +133,12 @@ class Shard:
             model_id=self.manifest["model"]["id"],
             model_sha256=self.manifest["model"]["sha256"],
             calibration=self.manifest["calibration"],
-            **arrays,
+            vectors=arrays["vectors"],
+            scales=arrays["scales"],
+            chunk_notebook=arrays["chunk_notebook"],
+            chunk_cell=arrays["chunk_cell"],
+            chunk_output=arrays["chunk_output"],
+            chunk_kind=arrays["chunk_kind"],
         )
 
     def _manifest(self) -> dict[str, Any]:
