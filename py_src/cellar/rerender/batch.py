@@ -35,6 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from cellar.ingest.discovery import FileRefused, find_documents, printable, read_document
 from cellar.ingest.notebook import NotebookError, read_notebook
 from cellar.ingest.provenance import revision
 from cellar.records import RERENDER_STATUSES, ReportEntry
@@ -47,12 +48,14 @@ HOST_MARGIN = 30.0  # seconds past the notebook's limit before the host gives up
 
 
 def find_notebooks(archive: Path, skip: Path | None = None) -> list[Path]:
-    """The archive's notebooks, sorted; checkpoints and anything under `skip` (the output) left out."""
+    """The archive's notebooks, sorted; hidden files and folders (checkpoints) and anything under
+    `skip` (the output) left out. Like `cellar.ingest.discovery.find_documents`, every name is
+    listed whatever it is (a FIFO, a link): reading it (`read_document`) decides, and reports."""
+    skipped = None if skip is None else os.path.realpath(skip)
     return sorted(
-        path
-        for path in archive.rglob("*.ipynb")
-        if ".ipynb_checkpoints" not in path.parts
-        and not (skip is not None and path.resolve().is_relative_to(skip.resolve()))
+        Path(path)
+        for path in find_documents(archive, (".ipynb",))
+        if not (skipped is not None and Path(os.path.realpath(path)).is_relative_to(skipped))
     )
 
 
@@ -150,6 +153,17 @@ class Worker:
         self.host.close()
 
 
+def _unreadable(path: str, problem: str, file_revision: str | None) -> ReportEntry:
+    return {
+        "path": path,
+        "status": "stale",
+        "reason": f"unreadable: {problem}",
+        "revision": file_revision,  # type: ignore[typeddict-item]  # None: the file was not read
+        "seconds": 0.0,
+        "cells": [],
+    }
+
+
 def site_runtime(site: Path) -> tuple[Path, list[str]]:
     """The runtime folder and the wheels (cellar first) of a built site."""
     manifest_path = site / "build.json"
@@ -217,21 +231,16 @@ def rerender(
                     path = jobs.get_nowait()
                 except queue.Empty:
                     return
-                relative = path.relative_to(archive).as_posix()
-                data = path.read_bytes()
+                relative = printable(path.relative_to(archive).as_posix())
+                try:
+                    data = read_document(path, archive)
+                except FileRefused as error:  # not a regular file, a link out of the archive, too large
+                    record(_unreadable(relative, error.problem, None))
+                    continue
                 try:
                     saved = read_notebook(data, relative)
                 except NotebookError as error:
-                    record(
-                        {
-                            "path": relative,
-                            "status": "stale",
-                            "reason": f"unreadable: {error.problem}",
-                            "revision": revision(data),
-                            "seconds": 0.0,
-                            "cells": [],
-                        }
-                    )
+                    record(_unreadable(relative, error.problem, revision(data)))
                     continue
 
                 def run(sources: list[str], cwd: str = notebook_cwd(relative)) -> dict[str, Any]:
@@ -278,7 +287,7 @@ def rerender(
     report = make_report(
         archive,
         env,
-        [entries[path.relative_to(archive).as_posix()] for path in paths],
+        [entries[printable(path.relative_to(archive).as_posix())] for path in paths],
         worker_starts,
         time.monotonic() - started,
         workers,
