@@ -1,5 +1,6 @@
 """Safe shard writes: a `cellar index` killed anywhere in its write phase leaves the previous shard
-whole, a second writer is refused, and a smaller archive leaves no stale fragment behind.
+whole, a second writer is refused, and a smaller archive leaves no stale fragment behind; a damaged
+shard makes `cellar search` name the file and exit 2.
 
 The kill test runs `cellar index` in a subprocess whose file-system calls (open, write, fsync,
 close, mkdir, rename, replace, symlink, unlink, rmdir) are counted from the moment `write_shard`
@@ -19,10 +20,21 @@ from pathlib import Path
 import pytest
 
 from cellar.cli import main
+from cellar.ingest.provenance import revision
 from cellar.retrieval.embedding import default_model_dir, load_model
 from cellar.retrieval.index import build_index_from_directory
 from cellar.retrieval.search import Searcher
-from cellar.retrieval.shard import MANIFEST, ShardBusy, ShardError, open_shard, shard_lock, write_shard
+from cellar.retrieval.shard import (
+    MANIFEST,
+    Shard,
+    ShardBusy,
+    ShardError,
+    _canonical,
+    open_shard,
+    shard_files,
+    shard_lock,
+    write_shard,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "tests" / "fixtures" / "notebooks"
@@ -173,3 +185,36 @@ def test_a_writer_killed_anywhere_in_its_write_phase_leaves_the_previous_shard(t
         shutil.rmtree(build.parent)
     print(f"kill points: {len(points)} of {total} write-phase calls; the shard read afterwards: {outcomes}")
     assert outcomes["old"] >= 15 and outcomes["new"] >= 1  # the last points lie after the switch
+
+
+@pytest.mark.parametrize("name", ["vectors.npy", "bm25_data.npy", "fragments/0.json", "manifest.json"])
+def test_search_on_a_damaged_shard_names_the_file_and_exits_2(tmp_path, name, capsys):
+    source = corpus(tmp_path / "c", ["ballast_v4.ipynb"])
+    assert main(["index", str(source), "--out", str(tmp_path / "built")]) == 0
+    shard = tmp_path / "copy"
+    shutil.copytree(tmp_path / "built", shard)
+    data = bytearray((shard / name).read_bytes())
+    data[len(data) // 2] ^= 0x55
+    (shard / name).write_bytes(data)
+    capsys.readouterr()
+    assert main(["search", str(shard), "ballast tank volume"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"cellar search: {shard}/{name}: damaged") and "Traceback" not in err
+    if name != "manifest.json":
+        assert "(SHA-256 mismatch: the file has " in err and "not a NumPy array" not in err
+    (shard / name).unlink()
+    assert main(["search", str(shard), "ballast tank volume"]) == 2
+    assert f"{shard}/" in capsys.readouterr().err
+
+
+def test_a_file_that_is_not_an_array_but_matches_its_hash_is_named_as_such(tmp_path, model):
+    built = build_index_from_directory(corpus(tmp_path / "c", ["ballast_v4.ipynb"]), model)
+    files = shard_files(built.index)
+    files["scales.npy"] = b"not an array"
+    manifest = json.loads(files[MANIFEST])
+    manifest.pop("checksum")
+    manifest["files"]["scales.npy"] = {"bytes": 12, "sha256": revision(b"not an array")}
+    manifest["checksum"] = revision(_canonical(manifest))
+    files[MANIFEST] = json.dumps(manifest).encode()
+    with pytest.raises(ShardError, match=r"^shard/scales\.npy: not a NumPy array file"):
+        Shard(files.__getitem__)

@@ -48,6 +48,7 @@ from cellar.retrieval.index import Index
 
 FORMAT = 1
 MANIFEST = "manifest.json"
+MANIFEST_KEYS = ("model", "analyzer", "bm25", "counts", "calibration", "notebooks", "files")
 ARRAYS = ("vectors", "scales", "chunk_notebook", "chunk_cell", "chunk_output", "chunk_kind")
 
 
@@ -272,11 +273,12 @@ class Shard:
         self._fragments: dict[int, list[dict[str, Any]]] = {}
         arrays = {name: self._array(f"{name}.npy") for name in ARRAYS}
         bm25_names = [name for name in self.manifest["files"] if name.startswith("bm25_")]
+        bm25_arrays = {name[5:-4]: self._array(name) for name in bm25_names}
         try:
-            bm25 = BM25.from_arrays({name[5:-4]: self._array(name) for name in bm25_names})
+            bm25 = BM25.from_arrays(bm25_arrays)
             analyzer = AnalyzerSettings.from_dict(self.manifest["analyzer"])
-        except ValueError as error:
-            raise ShardError(f"{source}: {error}") from None
+        except (ValueError, KeyError, TypeError) as error:
+            raise ShardError(f"{source}: damaged, its arrays do not make an index ({error!r})") from None
         if self.manifest.get("kinds") != list(KINDS):
             raise ShardError(
                 f"{source}/{MANIFEST}: chunk kinds {self.manifest.get('kinds')!r}, this cellar knows "
@@ -314,6 +316,9 @@ class Shard:
             raise ShardError(f"{where}: shard format {manifest.get('format')!r}, this cellar reads format {FORMAT}")
         if revision(_canonical(manifest)) != claimed:
             raise ShardError(f"{where}: damaged (its checksum does not match its content)")
+        missing = [key for key in MANIFEST_KEYS if not isinstance(manifest.get(key), dict | list)]
+        if missing:
+            raise ShardError(f"{where}: damaged, not a shard manifest (missing {', '.join(missing)})")
         return manifest
 
     def _bytes(self, name: str) -> bytes:
@@ -330,15 +335,16 @@ class Shard:
         digest = revision(data)
         if len(data) != expected["bytes"] or digest != expected["sha256"]:
             raise ShardError(
-                f"{self.source}/{name}: damaged or replaced (SHA-256 {digest}, {len(data)} bytes; "
-                f"{MANIFEST} records {expected['sha256']}, {expected['bytes']} bytes)"
+                f"{self.source}/{name}: damaged or replaced (SHA-256 mismatch: the file has {digest}, "
+                f"{len(data)} bytes; {MANIFEST} records {expected['sha256']}, {expected['bytes']} bytes)"
             )
         return data
 
     def _array(self, name: str) -> np.ndarray:
+        data = self._checked(name)  # a hash mismatch is "damaged", said by _checked
         try:
-            return np.load(io.BytesIO(self._checked(name)), allow_pickle=False)
-        except ValueError as error:
+            return np.load(io.BytesIO(data), allow_pickle=False)
+        except (ValueError, EOFError, OSError) as error:
             raise ShardError(f"{self.source}/{name}: not a NumPy array file ({error})") from None
 
     def check_model(self, model: StaticModel) -> None:
@@ -354,11 +360,17 @@ class Shard:
         """The chunk records of notebook ``n`` (path and revision filled in), checked once."""
         if n not in self._fragments:
             name = fragment_name(n)
-            data = json.loads(self._checked(name))
+            try:
+                data = json.loads(self._checked(name))
+                path, chunks = data["path"], data["chunks"]
+            except (ValueError, KeyError, TypeError) as error:
+                if isinstance(error, ShardError):
+                    raise
+                raise ShardError(f"{self.source}/{name}: damaged, not a fragment ({error!r})") from None
             entry = self.index.notebooks[n]
-            if (data["path"], data["revision"]) != (entry["path"], entry["revision"]):
+            if (path, data.get("revision")) != (entry["path"], entry["revision"]):
                 raise ShardError(f"{self.source}/{name}: belongs to {data['path']}, not {entry['path']}")
-            self._fragments[n] = [{"path": data["path"], "revision": data["revision"], **c} for c in data["chunks"]]
+            self._fragments[n] = [{"path": path, "revision": entry["revision"], **chunk} for chunk in chunks]
         return self._fragments[n]
 
 
