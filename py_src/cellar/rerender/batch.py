@@ -40,11 +40,16 @@ from cellar.ingest.notebook import NotebookError, read_notebook
 from cellar.ingest.provenance import revision
 from cellar.records import RERENDER_STATUSES, ReportEntry
 from cellar.rerender import environment, vfs
-from cellar.rerender.pyodide_host import PyodideError, PyodideHost
+from cellar.rerender.pyodide_host import PyodideError, PyodideExited, PyodideHost
 from cellar.rerender.report import REPORT_FILE, Settings, dump_notebook, make_report, notebook_cwd, rerender_notebook
 
 DEFAULT_CACHE = Path(os.environ.get("CELLAR_CACHE") or Path.home() / ".cache" / "cellar") / "wheels"
 HOST_MARGIN = 30.0  # seconds past the notebook's limit before the host gives up on a worker
+WORKER_DIED = "the Pyodide worker died"  # how a notebook's stale reason starts when its worker died
+
+
+class RerenderStopped(RuntimeError):
+    """The batch could not go on (a Pyodide worker that cannot start); no report was written."""
 
 
 def find_notebooks(archive: Path, skip: Path | None = None) -> list[Path]:
@@ -93,6 +98,7 @@ class Worker:
             None if cache is None else (cache / f"{environment.fingerprint(runtime, packages, wheels)}.zip")
         )
         self.start_seconds = 0.0
+        self.deaths = 0  # how many times the Node process died under a notebook
         self.host = self._start()
 
     def _start(self) -> PyodideHost:
@@ -145,6 +151,11 @@ class Worker:
                 "stopped": f"the worker did not answer within {timeout:g} s (stopped and restarted)",
                 "seconds": timeout,
             }
+        except PyodideExited as error:  # the worker died under this notebook: it is stale, a new worker goes on
+            self.deaths += 1
+            self.host.close()
+            self.host = self._start()  # a worker that cannot start again stops the batch (raised)
+            return {"cells": [], "stopped": f"{WORKER_DIED} ({error}); a fresh worker was started", "seconds": 0.0}
         except PyodideError as error:
             last = str(error).strip().splitlines()[-1:] or ["unknown error"]
             return {"cells": [], "stopped": f"the sandbox failed: {last[0]}", "seconds": 0.0}
@@ -222,6 +233,7 @@ def rerender(
                 progress(len(entries), len(paths), counts, started)
 
     failures: list[BaseException] = []
+    deaths: list[int] = []
 
     def work() -> None:
         worker: Worker | None = None
@@ -273,6 +285,7 @@ def rerender(
             if worker is not None:
                 with lock:
                     worker_starts.append(worker.start_seconds)
+                    deaths.append(worker.deaths)
                 worker.close()
 
     threads = [threading.Thread(target=work, daemon=True) for _ in range(max(1, workers))]
@@ -281,7 +294,12 @@ def rerender(
     for thread in threads:
         thread.join()
     if failures:
-        raise failures[0]
+        error = failures[0]
+        if isinstance(error, (PyodideError, OSError)) and not isinstance(error, FileNotFoundError):  # no report
+            raise RerenderStopped(
+                f"the batch stopped after {len(entries)} of {len(paths)} notebooks: {error}"
+            ) from error
+        raise error
     if progress and sys.stderr.isatty():
         sys.stderr.write("\n")
     report = make_report(
@@ -292,6 +310,7 @@ def rerender(
         time.monotonic() - started,
         workers,
     )
+    report["worker_deaths"] = sum(deaths)  # notebooks whose worker died: stale, reason WORKER_DIED
     out.mkdir(parents=True, exist_ok=True)
     (out / REPORT_FILE).write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return report
