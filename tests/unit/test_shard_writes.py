@@ -10,6 +10,7 @@ takes KILL_POINTS values spread over all of them, first and last included.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -218,3 +219,20 @@ def test_a_file_that_is_not_an_array_but_matches_its_hash_is_named_as_such(tmp_p
     files[MANIFEST] = json.dumps(manifest).encode()
     with pytest.raises(ShardError, match=r"^shard/scales\.npy: not a NumPy array file"):
         Shard(files.__getitem__)
+
+
+def test_build_publishes_the_files_the_shard_link_points_to_and_no_link_out_of_the_archive(tmp_path, model):
+    spec = importlib.util.spec_from_file_location("cellar_build", ROOT / "build.py")
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    archive = corpus(tmp_path / "archive", ["ballast_v4.ipynb"])
+    (archive / "passwd.md").symlink_to("/etc/passwd")
+    (archive / "etc").symlink_to("/etc")
+    (archive / "latest.ipynb").symlink_to("ballast_v4.ipynb")
+    os.mkfifo(archive / "fifo.ipynb")
+    assert [path.name for path in build.archive_files(archive)] == ["ballast_v4.ipynb", "latest.ipynb"]
+    out = tmp_path / "build" / "shard"
+    write_shard(build_index_from_directory(archive, model).index, out, model)
+    (out / ".cellar-stamp").write_text("digest")  # build.py's stamp lands in the current version
+    files = {path.relative_to(out).as_posix() for path in build.archive_files(out)}
+    assert files == set(json.loads((out / MANIFEST).read_text())["files"]) | {MANIFEST}  # what site/shard gets
