@@ -25,6 +25,7 @@ from cellar.ingest import chunking, discovery
 from cellar.ingest.chunking import chunk_file
 from cellar.ingest.discovery import FileRefused, find_documents, read_document
 from cellar.ingest.notebook import NotebookError, NotebookWarning, read_notebook
+from cellar.rerender import vfs
 from cellar.rerender.batch import find_notebooks
 from cellar.rerender.environment import imported_modules
 from cellar.retrieval.embedding import default_model_dir, load_model
@@ -262,3 +263,22 @@ def test_the_rerender_batch_lists_the_same_names_and_reads_them_safely(archive):
     found = {os.path.relpath(path, archive) for path in find_notebooks(archive)}
     names = {name for name in expected if "\\" not in name and not name.endswith(".md")}
     assert found == {"good.ipynb", os.fsdecode(b"caf\xe9.ipynb")} | names
+
+
+def test_a_blob_that_is_a_fifo_or_a_link_out_of_the_store_is_refused_not_read(tmp_path):
+    store = vfs.BlobStore(tmp_path)
+    good = store.write(b"1,2,3\n")
+    assert store.read(good) == b"1,2,3\n"
+    fifo_id, zero_id = "sha256:" + "a" * 64, "sha256:" + "b" * 64
+    fifo, zero = Path(store.location(fifo_id)), Path(store.location(zero_id))
+    fifo.parent.mkdir(parents=True, exist_ok=True)
+    zero.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(fifo)
+    zero.symlink_to("/dev/zero")
+    with deadline():
+        with pytest.raises(vfs.BlobCorrupt, match="a FIFO"):
+            store.read(fifo_id)
+        with pytest.raises(vfs.BlobCorrupt, match="a symbolic link to /dev/zero, outside the archive"):
+            store.read(zero_id)
+    with pytest.raises(vfs.BlobNotFound):
+        store.read("sha256:" + "c" * 64)

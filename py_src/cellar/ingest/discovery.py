@@ -109,14 +109,15 @@ def read_document(file_path: str | os.PathLike[str], root: str | os.PathLike[str
         if (opened.st_dev, opened.st_ino) != (info.st_dev, info.st_ino):
             raise FileRefused(path, "the file changed while it was being read: not read")
         _check(path, opened, what, limit)
-        with os.fdopen(descriptor, "rb", closefd=True) as handle:
-            descriptor = -1
-            data = handle.read(limit + 1)
+        blocks, left = [], limit + 1
+        while left > 0 and (block := os.read(descriptor, min(left, 1 << 20))):
+            blocks.append(block)
+            left -= len(block)
+        data = b"".join(blocks)
     except OSError as error:
         raise FileRefused(path, _os_problem(error, "cannot read the file")) from None
     finally:
-        if descriptor >= 0:
-            os.close(descriptor)
+        os.close(descriptor)
     if len(data) > limit:
         raise FileRefused(path, f"grew past the {_size(limit)} limit for one file while it was read: not read")
     return data
