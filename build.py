@@ -338,11 +338,17 @@ def step_js() -> Path:
 
 
 def archive_files(corpus: Path) -> list[Path]:
-    """Every file of the archive, for its fingerprint and the viewer (hidden folders skipped)."""
+    """Every regular file of a folder, for its fingerprint and the site (hidden folders skipped).
+    As cellar reads an archive: a link is taken only when it resolves to a file inside the folder
+    (so `-> /etc/passwd` is never published), linked folders are not walked, and FIFOs, sockets
+    and devices are left out. `corpus` itself may be a link (build/shard is one)."""
+    inside = corpus.resolve()
     return sorted(
         path
         for path in corpus.rglob("*")
-        if path.is_file() and not any(part.startswith(".") for part in path.relative_to(corpus).parts)
+        if path.is_file()
+        and not any(part.startswith(".") for part in path.relative_to(corpus).parts)
+        and path.resolve().is_relative_to(inside)
     )
 
 
@@ -362,7 +368,9 @@ def run_cellar_into(out: Path, digest: str, what: str, arguments: list[str], acc
         log(f"{what}: {out.relative_to(ROOT)} is up to date")
         return out
     log(f"{what}: `cellar {' '.join(arguments)}`")
-    if out.exists():
+    if out.is_symlink():  # a shard: `cellar index` writes a new version beside it and switches the link
+        pass
+    elif out.exists():
         shutil.rmtree(out)
     result = subprocess.run([str(VENV / "bin" / "cellar"), *arguments])
     if result.returncode not in accept:

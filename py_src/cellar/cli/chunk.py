@@ -3,8 +3,11 @@ notebooks and plain documents (.md, .txt) into chunk records, one JSON object pe
 
 A folder is searched for documents and is the root that record paths are relative to (unless
 --root says otherwise); a file's root is its own folder. Problems go to stderr as `path: reason`
-and the batch goes on; a summary ends stderr. Exit status 0 when every file was read, 1 when some
-were rejected (the others are still written), 2 for unusable arguments.
+and the batch goes on; a summary ends stderr. Only regular files inside the folder are read: a
+FIFO, socket or device, a link out of the folder, a file over 100 MB, a name that is not UTF-8 are
+rejected unread, and a text over 2,000,000 characters is cut with a warning (README.md, "What an
+archive may hold"). Exit status 0 when every file was read, 1 when some were rejected (the others
+are still written), 2 for unusable arguments.
 """
 
 from __future__ import annotations
@@ -24,7 +27,12 @@ from cellar.records import KINDS
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("chunk", help="chunk notebooks and documents into chunk records")
+    parser = subparsers.add_parser(
+        "chunk",
+        help="chunk notebooks and documents into chunk records",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("paths", nargs="+", metavar="PATH_OR_DIR", help="files, or folders to search")
     parser.add_argument("--jsonl", action="store_true", help="write one chunk record per line on stdout")
     parser.add_argument(

@@ -7,10 +7,18 @@ clean or drifted are indexed with their fresh outputs and stale ones with their 
 ranked lower and shown with a warning; every hit still cites the archive file's revision. Without
 it, the saved outputs are indexed as they are and every notebook's status is `unchecked`.
 
-Bad files are reported on stderr as `path: reason` and skipped. With --calibrate, the refusal
-thresholds are fitted on a gold set (shared/gold/README.md) and stored in the shard manifest.
-Exit status 0, or 1 when some files were skipped (the shard is still written), 2 for unusable
-arguments.
+Bad files are reported on stderr as `path: reason` and skipped: anything but a regular file, a
+link out of the archive, a file over 100 MB, a name that is not UTF-8, a notebook that does not
+parse (README.md, "What an archive may hold"). With --calibrate, the refusal thresholds are fitted
+on a gold set (shared/gold/README.md) and stored in the shard manifest.
+
+The shard is written beside SHARD_DIR (.NAME.versions/), checked, and SHARD_DIR, a symbolic link,
+is switched to it in one step: a run that is killed or fails leaves the previous shard whole. A
+second `cellar index` into the same SHARD_DIR while one runs is refused (lock .NAME.lock).
+
+Exit status: 0 every file was read; 1 some files were skipped and reported (the shard is still
+written); 2 nothing written: unusable arguments, another writer holds the lock, the shard could
+not be written or failed its check (the previous shard is kept).
 """
 
 from __future__ import annotations
@@ -21,13 +29,14 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from cellar.ingest.metadata import parse_rules
-from cellar.retrieval.embedding import ModelError, default_model_dir, load_model
+from cellar.retrieval.embedding import ModelError, StaticModel, default_model_dir, load_model
 from cellar.retrieval.evaluation import calibrate, read_gold
 from cellar.retrieval.index import build_index_from_directory
 from cellar.retrieval.search import Searcher
-from cellar.retrieval.shard import write_shard
+from cellar.retrieval.shard import ShardBusy, ShardError, shard_lock, write_shard
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -71,6 +80,18 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, ValueError, ModelError) as error:
         print(f"cellar index: {error}", file=sys.stderr)
         return 2
+    try:
+        with shard_lock(args.out):  # held from the start: a second writer is refused at once
+            return _index(args, model, rules, glossary, gold)
+    except ShardBusy as error:
+        print(f"cellar index: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:
+        print(f"cellar index: {args.out}: cannot write the shard: {error}", file=sys.stderr)
+        return 2
+
+
+def _index(args: argparse.Namespace, model: StaticModel, rules: Any, glossary: Any, gold: Any) -> int:
     started = time.perf_counter()
     bar = _bar if sys.stderr.isatty() else None
     try:
@@ -87,7 +108,11 @@ def run(args: argparse.Namespace) -> int:
     index = built.index
     if gold is not None:
         index.calibration = calibrate(Searcher(index, model), gold)
-    sizes = write_shard(index, args.out)
+    try:
+        sizes = write_shard(index, args.out, model, lock=False)
+    except ShardError as error:
+        print(f"cellar index: {error}", file=sys.stderr)
+        return 2
     seconds = time.perf_counter() - started
     print(
         f"cellar index: {built.files} files read, {built.skipped} skipped, {len(built.problems)} problem(s) reported; "

@@ -1,8 +1,14 @@
 """`cellar rerender ARCHIVE --out DIR [--workers N] [--site SITE_DIR]`: re-run every notebook of an
 archive in Pyodide workers, write the fresh notebooks and a report, print the summary table.
 
-Exit status 0 when the archive was re-rendered (stale notebooks are a result, listed in the report),
-2 on bad input (no such archive, not a built site, a bad requirements or rerender.json file).
+Exit status:
+  0  every notebook was re-rendered (stale notebooks are a result, listed in the report with their
+     reason; so is a file that cannot be read: not a regular file, a link out of the archive,
+     over 100 MB, not a notebook);
+  1  the report was written, but the Pyodide worker (a Node process) died under some notebooks:
+     they are stale with the reason "the Pyodide worker died (...)", each on a fresh worker;
+  2  bad input: no such archive, not a built site, a bad requirements or rerender.json file;
+  3  the batch stopped: a Pyodide worker could not be started (again); no report was written.
 """
 
 from __future__ import annotations
@@ -10,7 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from cellar.rerender.batch import rerender
+from cellar.rerender.batch import WORKER_DIED, RerenderStopped, rerender
 from cellar.rerender.environment import RequirementsError
 from cellar.rerender.report import summary
 from cellar.rerender.vfs import VfsError
@@ -18,7 +24,10 @@ from cellar.rerender.vfs import VfsError
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "rerender", help="re-run an archive's notebooks in a Pyodide sandbox and compare the outputs"
+        "rerender",
+        help="re-run an archive's notebooks in a Pyodide sandbox and compare the outputs",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("archive", metavar="ARCHIVE", help="the archive folder (notebooks, pathmap.json, blobs/)")
     parser.add_argument(
@@ -43,8 +52,18 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         report = rerender(args.archive, args.out, workers=args.workers, site=args.site)
+    except RerenderStopped as error:
+        print(f"cellar rerender: {error}; no report written", file=sys.stderr)
+        return 3
     except (FileNotFoundError, ValueError, RequirementsError, VfsError) as error:
         print(f"cellar rerender: {error}", file=sys.stderr)
         return 2
     print(summary(report))
+    if report["worker_deaths"]:
+        print(
+            f"cellar rerender: the Pyodide worker died under {report['worker_deaths']} notebook(s) "
+            f'(stale, reason "{WORKER_DIED} ..." in {args.out}/report.json)',
+            file=sys.stderr,
+        )
+        return 1
     return 0

@@ -1,8 +1,10 @@
 """`cellar search SHARD QUERY [--k N] [--json] [--year-from Y] [--year-to Y] [--project P]
 [--path-prefix PREFIX] [--kind KIND ...] [--include-deprecated] [--model DIR]`: search a shard.
 
-Prints the answer contract of DESIGN.md as JSON (--json) or a readable listing. Exit status 0
-with an answer, 3 when the answer is a refusal, 2 for an unusable shard or arguments.
+Prints the answer contract of DESIGN.md as JSON (--json) or a readable listing. Exit status: 0
+with an answer; 3 when the answer is a refusal; 2 for unusable arguments or an unusable shard
+(missing, damaged: a file whose SHA-256 does not match the manifest, a fragment read during the
+search included, or built with another model), with a message naming the file.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from cellar.records import Answer
 from cellar.retrieval.embedding import default_model_dir, load_model
 from cellar.retrieval.index import KINDS
 from cellar.retrieval.search import Filters, Searcher
-from cellar.retrieval.shard import open_shard
+from cellar.retrieval.shard import ShardError, open_shard
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -60,7 +62,11 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as error:
         print(f"cellar search: {error}", file=sys.stderr)
         return 2
-    answer = searcher.search(args.query, k=args.k, filters=filters)
+    try:
+        answer = searcher.search(args.query, k=args.k, filters=filters)
+    except (ShardError, OSError) as error:  # a fragment read on demand that is missing or damaged
+        print(f"cellar search: {error}", file=sys.stderr)
+        return 2
     if args.json:
         print(json.dumps(answer, ensure_ascii=False, indent=1))
     else:

@@ -23,13 +23,16 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
 from cellar.ingest.chunks import Chunk, Chunked, ChunkMaker, clean_text
 from cellar.ingest.code_facts import CodeFacts, code_facts
+from cellar.ingest.discovery import read_document
 from cellar.ingest.metadata import Rule, document_meta
-from cellar.ingest.notebook import Cell, Notebook, load_notebook, relative_path
+from cellar.ingest.notebook import Cell, Notebook, NotebookWarning, Output, load_notebook, relative_path
 from cellar.ingest.outputs import IMAGES, chunk_output
 from cellar.ingest.provenance import revision
 from cellar.ingest.windows import (
@@ -43,6 +46,13 @@ from cellar.ingest.windows import (
 )
 
 ABOVE_WORDS = 60  # how much of the Markdown above describes a plot
+# The most characters of one text that are chunked: a cell's source, a stream's text, an error's
+# value, a plain document. Past it the text is cut (its first MAX_TEXT_CHARS are indexed, offsets
+# unchanged) and a warning names the file and the field; a rich output value (HTML, Markdown,
+# plain text of a result) past it is not indexed at all, as a cut table or markup means nothing.
+# Chunking costs about 0.5 s and 50 MB per million characters; the file limit is
+# `cellar.ingest.discovery.MAX_FILE_BYTES`.
+MAX_TEXT_CHARS = 2_000_000
 
 ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*\r?\n?")
 SETEXT = re.compile(r" {0,3}(=+|-+)[ \t]*\r?\n?")
@@ -53,13 +63,14 @@ TAG = re.compile(r"<[^>]*>")
 
 
 def chunk_notebook(notebook: Notebook, rules: Sequence[Rule] = ()) -> Chunked:
-    """The typed chunks of a notebook, in cell order, and the outputs skipped (reason -> count)."""
+    """The typed chunks of a notebook, in cell order, and the outputs skipped (reason -> count).
+    Texts past MAX_TEXT_CHARS are cut or left out, with a NotebookWarning naming the place."""
     meta = document_meta(notebook.path, notebook.metadata, rules)
     maker = ChunkMaker(notebook.path, notebook.revision, meta)
     outline = _Outline()
     above = ""  # the nearest Markdown above, to describe plots
     seen: Counter[tuple[str, str]] = Counter()  # identical cells get distinct, stable ids
-    for cell in notebook.cells:
+    for cell in _bounded(notebook.path, notebook.cells):
         seen[cell.cell_type, cell.source] += 1
         maker.start_cell(cell, seen[cell.cell_type, cell.source])
         if cell.cell_type == "markdown":
@@ -83,6 +94,7 @@ def chunk_document(data: bytes, path: str, rules: Sequence[Rule] = ()) -> Chunke
         raise ValueError(f"{path}: not UTF-8 text (byte {error.start}: {error.reason})") from None
     maker = ChunkMaker(path, revision(data), document_meta(path, {}, rules))
     maker.start_document(text)
+    text = _cut(path, "the text", text)
     _prose(maker, "text", text, _Outline(), markdown=path.lower().endswith((".md", ".markdown")))
     return Chunked(tuple(maker.chunks), dict(maker.skipped), text)
 
@@ -93,13 +105,53 @@ def chunk_file(file_path: str | os.PathLike[str], root: str | os.PathLike[str],
     to `root`; a problem with the file is a ValueError (NotebookError for notebooks) naming it."""
     if os.fspath(file_path).lower().endswith(".ipynb"):
         return chunk_notebook(load_notebook(file_path, root), rules)
-    path = relative_path(file_path, root)
-    try:
-        with open(file_path, "rb") as handle:
-            data = handle.read()
-    except OSError as error:
-        raise ValueError(f"{path}: cannot read the file: {error.strerror or error}") from None
-    return chunk_document(data, path, rules)
+    data = read_document(file_path, root)  # a FileRefused (a ValueError) names the file and why
+    return chunk_document(data, relative_path(file_path, root), rules)
+
+
+def _cut(path: str, where: str, text: str) -> str:
+    if len(text) <= MAX_TEXT_CHARS:
+        return text
+    warnings.warn(
+        f"{path}: {where} has {len(text):,} characters; only the first {MAX_TEXT_CHARS:,} are indexed",
+        NotebookWarning,
+        stacklevel=3,
+    )
+    return text[:MAX_TEXT_CHARS]
+
+
+def _bounded(path: str, cells: Iterable[Cell]) -> Iterable[Cell]:
+    """The cells, each text cut to MAX_TEXT_CHARS and rich output values past it left out (with
+    a warning for each): a cut keeps the offsets of what is indexed the same."""
+    for cell in cells:
+        where = f"cells[{cell.index}]"
+        outputs = tuple(_bounded_output(path, f"{where}.outputs[{output.index}]", output) for output in cell.outputs)
+        source = _cut(path, f"{where}.source", cell.source)
+        if source is cell.source and all(new is old for new, old in zip(outputs, cell.outputs)):
+            yield cell
+        else:
+            yield replace(cell, source=source, outputs=outputs)
+
+
+def _bounded_output(path: str, where: str, output: Output) -> Output:
+    big = [mime for mime, value in output.data.items() if len(value) > MAX_TEXT_CHARS and mime not in IMAGES]
+    traceback = sum(len(line) for line in output.traceback) > MAX_TEXT_CHARS
+    texts = [(name, getattr(output, name)) for name in ("text", "evalue")]
+    if not big and not traceback and all(value is None or len(value) <= MAX_TEXT_CHARS for _, value in texts):
+        return output
+    changes: dict = {name: _cut(path, f"{where}.{name}", value) for name, value in texts if value is not None}
+    for mime in big:
+        warnings.warn(
+            f"{path}: {where}.data[{mime!r}] has {len(output.data[mime]):,} characters, over "
+            f"{MAX_TEXT_CHARS:,}: not indexed",
+            NotebookWarning,
+            stacklevel=3,
+        )
+    changes["data"] = {mime: value for mime, value in output.data.items() if mime not in big}
+    if traceback:
+        warnings.warn(f"{path}: {where}.traceback is too long: only its last frame is indexed", NotebookWarning, 3)
+        changes["traceback"] = tuple(line[-MAX_TEXT_CHARS:] for line in output.traceback[-1:])
+    return replace(output, **changes)
 
 
 def coverage(chunked: Chunked) -> Coverage:

@@ -93,8 +93,8 @@ def _parse(source: str) -> tuple[ast.Module | None, str]:
         for python in (source, python_source(source)):
             try:
                 return ast.parse(python), python
-            except (SyntaxError, ValueError):
-                continue
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                continue  # RecursionError, MemoryError: nested too deeply for the parser
     return None, source
 
 

@@ -24,13 +24,25 @@ import os
 import re
 import warnings
 from dataclasses import dataclass
-from pathlib import PurePath
 from typing import Any
 
+from cellar.ingest.discovery import FileRefused, read_document, relative_path
 from cellar.ingest.provenance import revision
+
+__all__ = [
+    "Cell",
+    "Notebook",
+    "NotebookError",
+    "NotebookWarning",
+    "Output",
+    "load_notebook",
+    "read_notebook",
+    "relative_path",
+]
 
 NEWEST_MINOR = 5  # the newest nbformat 4 minor version whose shapes this reader knows
 CELL_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+LONE_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")  # an escaped surrogate: checked for a pair
 V3_MIME = {
     "text": "text/plain",
     "html": "text/html",
@@ -138,6 +150,12 @@ def read_notebook(data: bytes, path: str) -> Notebook:
     except json.JSONDecodeError as error:
         problem = f"invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}"
         raise NotebookError(path, problem) from None
+    except RecursionError:
+        raise NotebookError(path, "invalid JSON: nested too deeply for this reader") from None
+    except ValueError as error:  # an integer literal past Python's int_max_str_digits, say
+        raise NotebookError(path, f"invalid JSON: {error}") from None
+    if LONE_SURROGATE.search(text):
+        _check_surrogates(raw, path)
     try:
         major, minor, metadata, cells = _parse(raw, path)
     except _Invalid as error:
@@ -146,23 +164,33 @@ def read_notebook(data: bytes, path: str) -> Notebook:
 
 
 def load_notebook(file_path: str | os.PathLike[str], root: str | os.PathLike[str]) -> Notebook:
-    """Read the notebook file at `file_path`; its model path is `/`-separated, relative to `root`."""
-    path = relative_path(file_path, root)
+    """Read the notebook file at `file_path`; its model path is `/`-separated, relative to `root`.
+    A file that `cellar.ingest.discovery.read_document` refuses (not a regular file, a link out
+    of the archive, too large, a name that is not UTF-8) is a NotebookError with its reason."""
     try:
-        with open(file_path, "rb") as handle:
-            data = handle.read()
-    except OSError as error:
-        raise NotebookError(path, f"cannot read the file: {error.strerror or error}") from None
-    return read_notebook(data, path)
+        data = read_document(file_path, root)
+    except FileRefused as error:
+        raise NotebookError(error.path, error.problem) from None
+    return read_notebook(data, relative_path(file_path, root))
 
 
-def relative_path(file_path: str | os.PathLike[str], root: str | os.PathLike[str]) -> str:
-    """`file_path` relative to `root` with `/` separators; a ValueError if it lies outside."""
-    absolute, base = PurePath(os.path.abspath(file_path)), PurePath(os.path.abspath(root))
-    try:
-        return absolute.relative_to(base).as_posix()
-    except ValueError:
-        raise ValueError(f"{os.fspath(file_path)} is not inside {os.fspath(root)}") from None
+def _check_surrogates(raw: Any, path: str) -> None:
+    """Refuse strings with a lone surrogate (a `\\udXXX` escape with no pair): they have no UTF-8
+    form, so no chunk, record or shard could hold them. Walked without recursion."""
+    stack = [raw]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            stack += value.keys()
+            stack += value.values()
+        elif isinstance(value, list):
+            stack += value
+        elif isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as error:
+                problem = f"a string holds a lone surrogate ({value[error.start]!a}), which has no UTF-8 form"
+                raise NotebookError(path, problem) from None
 
 
 def _parse(raw: Any, path: str) -> tuple[int, int, dict[str, Any], tuple[Cell, ...]]:

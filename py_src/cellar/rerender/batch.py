@@ -35,24 +35,32 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from cellar.ingest.discovery import FileRefused, find_documents, printable, read_document
 from cellar.ingest.notebook import NotebookError, read_notebook
 from cellar.ingest.provenance import revision
 from cellar.records import RERENDER_STATUSES, ReportEntry
 from cellar.rerender import environment, vfs
-from cellar.rerender.pyodide_host import PyodideError, PyodideHost
+from cellar.rerender.pyodide_host import PyodideError, PyodideExited, PyodideHost
 from cellar.rerender.report import REPORT_FILE, Settings, dump_notebook, make_report, notebook_cwd, rerender_notebook
 
 DEFAULT_CACHE = Path(os.environ.get("CELLAR_CACHE") or Path.home() / ".cache" / "cellar") / "wheels"
 HOST_MARGIN = 30.0  # seconds past the notebook's limit before the host gives up on a worker
+WORKER_DIED = "the Pyodide worker died"  # how a notebook's stale reason starts when its worker died
+
+
+class RerenderStopped(RuntimeError):
+    """The batch could not go on (a Pyodide worker that cannot start); no report was written."""
 
 
 def find_notebooks(archive: Path, skip: Path | None = None) -> list[Path]:
-    """The archive's notebooks, sorted; checkpoints and anything under `skip` (the output) left out."""
+    """The archive's notebooks, sorted; hidden files and folders (checkpoints) and anything under
+    `skip` (the output) left out. Like `cellar.ingest.discovery.find_documents`, every name is
+    listed whatever it is (a FIFO, a link): reading it (`read_document`) decides, and reports."""
+    skipped = None if skip is None else os.path.realpath(skip)
     return sorted(
-        path
-        for path in archive.rglob("*.ipynb")
-        if ".ipynb_checkpoints" not in path.parts
-        and not (skip is not None and path.resolve().is_relative_to(skip.resolve()))
+        Path(path)
+        for path in find_documents(archive, (".ipynb",))
+        if not (skipped is not None and Path(os.path.realpath(path)).is_relative_to(skipped))
     )
 
 
@@ -90,6 +98,7 @@ class Worker:
             None if cache is None else (cache / f"{environment.fingerprint(runtime, packages, wheels)}.zip")
         )
         self.start_seconds = 0.0
+        self.deaths = 0  # how many times the Node process died under a notebook
         self.host = self._start()
 
     def _start(self) -> PyodideHost:
@@ -142,12 +151,28 @@ class Worker:
                 "stopped": f"the worker did not answer within {timeout:g} s (stopped and restarted)",
                 "seconds": timeout,
             }
+        except PyodideExited as error:  # the worker died under this notebook: it is stale, a new worker goes on
+            self.deaths += 1
+            self.host.close()
+            self.host = self._start()  # a worker that cannot start again stops the batch (raised)
+            return {"cells": [], "stopped": f"{WORKER_DIED} ({error}); a fresh worker was started", "seconds": 0.0}
         except PyodideError as error:
             last = str(error).strip().splitlines()[-1:] or ["unknown error"]
             return {"cells": [], "stopped": f"the sandbox failed: {last[0]}", "seconds": 0.0}
 
     def close(self) -> None:
         self.host.close()
+
+
+def _unreadable(path: str, problem: str, file_revision: str | None) -> ReportEntry:
+    return {
+        "path": path,
+        "status": "stale",
+        "reason": f"unreadable: {problem}",
+        "revision": file_revision,  # type: ignore[typeddict-item]  # None: the file was not read
+        "seconds": 0.0,
+        "cells": [],
+    }
 
 
 def site_runtime(site: Path) -> tuple[Path, list[str]]:
@@ -208,6 +233,7 @@ def rerender(
                 progress(len(entries), len(paths), counts, started)
 
     failures: list[BaseException] = []
+    deaths: list[int] = []
 
     def work() -> None:
         worker: Worker | None = None
@@ -217,21 +243,16 @@ def rerender(
                     path = jobs.get_nowait()
                 except queue.Empty:
                     return
-                relative = path.relative_to(archive).as_posix()
-                data = path.read_bytes()
+                relative = printable(path.relative_to(archive).as_posix())
+                try:
+                    data = read_document(path, archive)
+                except FileRefused as error:  # not a regular file, a link out of the archive, too large
+                    record(_unreadable(relative, error.problem, None))
+                    continue
                 try:
                     saved = read_notebook(data, relative)
                 except NotebookError as error:
-                    record(
-                        {
-                            "path": relative,
-                            "status": "stale",
-                            "reason": f"unreadable: {error.problem}",
-                            "revision": revision(data),
-                            "seconds": 0.0,
-                            "cells": [],
-                        }
-                    )
+                    record(_unreadable(relative, error.problem, revision(data)))
                     continue
 
                 def run(sources: list[str], cwd: str = notebook_cwd(relative)) -> dict[str, Any]:
@@ -264,6 +285,7 @@ def rerender(
             if worker is not None:
                 with lock:
                     worker_starts.append(worker.start_seconds)
+                    deaths.append(worker.deaths)
                 worker.close()
 
     threads = [threading.Thread(target=work, daemon=True) for _ in range(max(1, workers))]
@@ -272,17 +294,23 @@ def rerender(
     for thread in threads:
         thread.join()
     if failures:
-        raise failures[0]
+        error = failures[0]
+        if isinstance(error, (PyodideError, OSError)) and not isinstance(error, FileNotFoundError):  # no report
+            raise RerenderStopped(
+                f"the batch stopped after {len(entries)} of {len(paths)} notebooks: {error}"
+            ) from error
+        raise error
     if progress and sys.stderr.isatty():
         sys.stderr.write("\n")
     report = make_report(
         archive,
         env,
-        [entries[path.relative_to(archive).as_posix()] for path in paths],
+        [entries[printable(path.relative_to(archive).as_posix())] for path in paths],
         worker_starts,
         time.monotonic() - started,
         workers,
     )
+    report["worker_deaths"] = sum(deaths)  # notebooks whose worker died: stale, reason WORKER_DIED
     out.mkdir(parents=True, exist_ok=True)
     (out / REPORT_FILE).write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return report

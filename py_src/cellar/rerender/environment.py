@@ -235,7 +235,7 @@ def imported_modules(sources: list[str]) -> set[str]:
         lines = [line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))]
         try:
             tree = ast.parse("\n".join(lines))
-        except SyntaxError:
+        except (SyntaxError, ValueError, RecursionError, MemoryError):  # not Python, NULs, nested too deeply
             continue
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):

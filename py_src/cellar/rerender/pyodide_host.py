@@ -17,6 +17,7 @@ import base64
 import json
 import selectors
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -31,6 +32,19 @@ MARK = "\x1ecellar-host "
 
 class PyodideError(Exception):
     """Python code raised inside Pyodide; the message is its traceback."""
+
+
+class PyodideExited(PyodideError):
+    """The Node process running Pyodide is gone (it crashed, ran out of memory or was killed)."""
+
+
+def _exit_status(code: int) -> str:
+    if code < 0:
+        try:
+            return f"killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit status {code}"
 
 
 class PyodideHost:
@@ -85,8 +99,12 @@ class PyodideHost:
         self._next_id += 1
         stdin = self._process.stdin
         assert stdin is not None  # started with stdin=PIPE
-        stdin.write(json.dumps({"id": self._next_id, **request}) + "\n")
-        stdin.flush()
+        try:
+            stdin.write(json.dumps({"id": self._next_id, **request}) + "\n")
+            stdin.flush()
+        except (BrokenPipeError, ValueError, OSError):  # ValueError: its stdin was closed already
+            code = self._process.wait()
+            raise PyodideExited(f"the Node process running Pyodide had exited ({_exit_status(code)})") from None
         return self._read_reply(self._next_id, timeout)
 
     def _read_reply(self, request_id: int, timeout: float | None) -> Any:
@@ -103,7 +121,7 @@ class PyodideHost:
                 line = stdout.readline()
                 if not line:
                     code = self._process.wait()
-                    raise PyodideError(f"the Node process running Pyodide exited ({code})")
+                    raise PyodideExited(f"the Node process running Pyodide exited ({_exit_status(code)})")
                 if not line.startswith(MARK):
                     sys.stderr.write(line)
                     continue

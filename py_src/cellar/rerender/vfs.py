@@ -71,12 +71,14 @@ from dataclasses import dataclass, field
 from os import PathLike
 from typing import Any
 
+from cellar.ingest.discovery import FileRefused, read_document
 from cellar.ingest.provenance import revision
 
 FORMAT = 1
 PATHMAP_FILE = "pathmap.json"
 MAX_PATH_CHARS = 4096  # POSIX PATH_MAX; Windows' own limit (32,767) is far beyond any real archive
 MAX_NAME_CHARS = 255
+MAX_BLOB_BYTES = 1024 * 2**20  # one input file of a notebook (a blob): larger ones are refused unread
 BLOB_PATTERN = re.compile(r"sha256:([0-9a-f]{64})")
 _WINDOWS_BAD_CHARS = frozenset('<>:"|?*')
 _DEVICE_NAMES = frozenset(
@@ -597,12 +599,16 @@ class BlobStore:
         where, path = self.location(blob_id), self._path(blob_id)
         try:
             if self._fs is None:
-                with open(path, "rb") as handle:
-                    data = handle.read()
+                if not os.path.lexists(path):
+                    raise FileNotFoundError(path)
+                # a regular file inside the store only: never a FIFO, a device or a link out of it
+                data = read_document(path, self.root, limit=MAX_BLOB_BYTES)
             else:
                 data = self._fs.cat_file(path)
         except FileNotFoundError:
             raise BlobNotFound(errno.ENOENT, f"blob {blob_id} is not in the blob store", where) from None
+        except FileRefused as error:
+            raise BlobCorrupt(f"{where}: blob {blob_id} cannot be used: {error.problem}") from None
         return verify_blob(blob_id, data, where)
 
     def write(self, data: bytes) -> str:

@@ -11,6 +11,17 @@
 ``open_shard(directory)`` reads from disk; ``Shard(read)`` takes any ``read(name) -> bytes`` (a
 browser worker reads what it fetched). Opening checks the format and every array file's SHA-256;
 a fragment is checked when it is read. Any mismatch is a ShardError naming the file.
+
+On disk, ``write_shard(index, "build/shard")`` never touches the shard it replaces until the new
+one is whole: it writes every file (each synced) into a new folder beside it,
+``build/.shard.versions/<manifest checksum>``, opens and checks that folder as a reader would
+(every array, every fragment, the model), and only then switches ``build/shard``, a relative
+symbolic link, to it with one ``os.replace`` of a new link. A writer killed at any moment leaves
+the previous shard whole and in place; the next write removes what it left. The previous version
+is kept (a search that opened it can finish reading its fragments); older ones are removed, so no
+stale fragment outlives a smaller archive. A lock (``flock`` on ``build/.shard.lock``) refuses a
+second writer with ShardBusy. A plain folder at the place (a shard of an older cellar) is moved
+into the versions folder at the switch; a folder that holds no shard is refused, never replaced.
 """
 
 from __future__ import annotations
@@ -18,7 +29,10 @@ from __future__ import annotations
 import io
 import json
 import os
-from collections.abc import Callable
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -34,11 +48,21 @@ from cellar.retrieval.index import Index
 
 FORMAT = 1
 MANIFEST = "manifest.json"
+MANIFEST_KEYS = ("model", "analyzer", "bm25", "counts", "calibration", "notebooks", "files")
 ARRAYS = ("vectors", "scales", "chunk_notebook", "chunk_cell", "chunk_output", "chunk_kind")
 
 
 class ShardError(ValueError):
     """A shard that is missing, damaged or does not fit this cellar or model; names the file."""
+
+
+class ShardBusy(ShardError):
+    """Another process is writing the same shard."""
+
+
+def _places(directory: Path) -> tuple[Path, Path]:
+    """The versions folder and the lock file that belong to the shard at `directory`."""
+    return directory.parent / f".{directory.name}.versions", directory.parent / f".{directory.name}.lock"
 
 
 def fragment_name(n: int) -> str:
@@ -89,15 +113,153 @@ def shard_files(index: Index) -> dict[str, bytes]:
     return files
 
 
-def write_shard(index: Index, directory: str | os.PathLike[str]) -> dict[str, int]:
-    """Write the shard of ``index`` into ``directory`` (created if needed; the manifest is
-    written last, so a half-written shard has none). Returns each file's size in bytes."""
+@contextmanager
+def shard_lock(directory: str | os.PathLike[str]) -> Iterator[None]:
+    """Hold the write lock of the shard at ``directory`` (``flock`` on ``.<name>.lock`` beside
+    it), or raise ShardBusy naming the process that holds it. The kernel drops the lock when its
+    holder exits, however it exits, so a killed writer never leaves the shard locked."""
+    try:
+        import fcntl
+    except ImportError:  # no flock here (Windows): one writer at a time is the user's to keep
+        yield
+        return
+    directory = Path(directory)
+    _, lock = _places(directory)
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(descriptor, 64, 0).decode("ascii", "replace").strip() or "unknown"
+            raise ShardBusy(
+                f"{directory}: another writer (process {holder}) is writing this shard; "
+                f"try again when it has finished (lock {lock})"
+            ) from None
+        os.ftruncate(descriptor, 0)
+        os.pwrite(descriptor, f"{os.getpid()}\n".encode("ascii"), 0)
+        yield
+    finally:
+        os.close(descriptor)  # releases the lock; the file stays (removing it would race)
+
+
+def write_shard(
+    index: Index, directory: str | os.PathLike[str], model: StaticModel | None = None, *, lock: bool = True
+) -> dict[str, int]:
+    """Write the shard of ``index`` and switch ``directory`` to it atomically (see the module's
+    notes): the previous shard stays whole until the new one has been written, synced and
+    checked (against ``model`` too, when given). ``lock=False`` when the caller already holds
+    ``shard_lock(directory)``. Returns each file's size in bytes."""
     directory = Path(directory)
     files = shard_files(index)
-    (directory / "fragments").mkdir(parents=True, exist_ok=True)
-    for name, data in files.items():
-        (directory / name).write_bytes(data)
+    with shard_lock(directory) if lock else nullcontext():
+        _write_and_switch(directory, files, model)
     return {name: len(data) for name, data in files.items()}
+
+
+def _write_and_switch(directory: Path, files: dict[str, bytes], model: StaticModel | None) -> None:
+    versions, _ = _places(directory)
+    previous = _current_version(directory, versions)
+    versions.mkdir(parents=True, exist_ok=True)
+    version = json.loads(files[MANIFEST])["checksum"][:16]
+    partial = versions / f".partial-{version}-{os.getpid()}"
+    if partial.exists():
+        shutil.rmtree(partial)
+    (partial / "fragments").mkdir(parents=True)
+    for name, data in files.items():
+        _write_file(partial / name, data)
+    _sync_folder(partial / "fragments")
+    _sync_folder(partial)
+    try:
+        _verify(partial, files, model)
+    except ShardError as error:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise ShardError(f"{error} (the new shard failed its check; {directory} is unchanged)") from None
+    final = versions / version
+    keep = {final, previous}
+    if final.is_dir():  # the same content as a version kept (only checked folders get a version's name)
+        shutil.rmtree(partial)
+        if final == previous:  # ... as the current one: nothing to switch, nothing more to remove
+            keep |= {entry for entry in versions.iterdir() if not entry.name.startswith(".")}
+    else:
+        os.rename(partial, final)
+        _sync_folder(versions)
+    if final != previous:
+        link = directory.parent / f".{directory.name}.link-{os.getpid()}"
+        if os.path.lexists(link):
+            os.unlink(link)
+        os.symlink(os.path.relpath(final, directory.parent), link)
+        if directory.is_dir() and not directory.is_symlink():  # an older cellar's plain folder
+            previous = versions / f"folder-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+            os.rename(directory, previous)
+        os.replace(link, directory)
+        _sync_folder(directory.parent)
+        keep.add(previous)
+    _tidy(directory, versions, keep)
+
+
+def _current_version(directory: Path, versions: Path) -> Path | None:
+    """The version folder ``directory`` links to now (None for none); a place that is neither a
+    link, nor a shard folder, nor an empty folder is refused rather than replaced."""
+    if directory.is_symlink():
+        target = Path(os.path.normpath(directory.parent / os.readlink(directory)))
+        return target if target.parent == versions else None
+    if directory.is_dir():
+        if (directory / MANIFEST).is_file() or not any(directory.iterdir()):
+            return None
+        raise ShardError(f"{directory}: a folder that holds no shard ({MANIFEST} missing): not replaced")
+    if directory.exists():
+        raise ShardError(f"{directory}: not a folder: not replaced")
+    return None
+
+
+def _write_file(path: Path, data: bytes) -> None:
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(descriptor, view) :]
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def _sync_folder(folder: Path) -> None:
+    """Make a folder's entries (new files, a rename) durable; a no-op where folders cannot be opened."""
+    try:
+        descriptor = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(descriptor)
+    except OSError:
+        pass
+    finally:
+        os.close(descriptor)
+
+
+def _verify(folder: Path, files: dict[str, bytes], model: StaticModel | None) -> None:
+    """Open the written folder as a reader would: the manifest, every array, every fragment."""
+    shard = open_shard(folder, model)
+    for n in range(len(shard.index.notebooks)):
+        shard.fragment(n)
+    on_disk = {path.relative_to(folder).as_posix() for path in folder.rglob("*") if path.is_file()}
+    if on_disk != set(files):
+        raise ShardError(f"{folder}: holds {sorted(on_disk ^ set(files))} against its manifest")
+
+
+def _tidy(directory: Path, versions: Path, keep: set[Path | None]) -> None:
+    """Remove every version but the current and the previous one, partial folders that killed
+    writers left, and their unused links (the lock is held: no writer is using them)."""
+    for entry in versions.iterdir():
+        if entry in keep:
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+    for link in directory.parent.glob(f".{directory.name}.link-*"):
+        link.unlink()
 
 
 class Shard:
@@ -111,11 +273,12 @@ class Shard:
         self._fragments: dict[int, list[dict[str, Any]]] = {}
         arrays = {name: self._array(f"{name}.npy") for name in ARRAYS}
         bm25_names = [name for name in self.manifest["files"] if name.startswith("bm25_")]
+        bm25_arrays = {name[5:-4]: self._array(name) for name in bm25_names}
         try:
-            bm25 = BM25.from_arrays({name[5:-4]: self._array(name) for name in bm25_names})
+            bm25 = BM25.from_arrays(bm25_arrays)
             analyzer = AnalyzerSettings.from_dict(self.manifest["analyzer"])
-        except ValueError as error:
-            raise ShardError(f"{source}: {error}") from None
+        except (ValueError, KeyError, TypeError) as error:
+            raise ShardError(f"{source}: damaged, its arrays do not make an index ({error!r})") from None
         if self.manifest.get("kinds") != list(KINDS):
             raise ShardError(
                 f"{source}/{MANIFEST}: chunk kinds {self.manifest.get('kinds')!r}, this cellar knows "
@@ -153,6 +316,9 @@ class Shard:
             raise ShardError(f"{where}: shard format {manifest.get('format')!r}, this cellar reads format {FORMAT}")
         if revision(_canonical(manifest)) != claimed:
             raise ShardError(f"{where}: damaged (its checksum does not match its content)")
+        missing = [key for key in MANIFEST_KEYS if not isinstance(manifest.get(key), dict | list)]
+        if missing:
+            raise ShardError(f"{where}: damaged, not a shard manifest (missing {', '.join(missing)})")
         return manifest
 
     def _bytes(self, name: str) -> bytes:
@@ -169,15 +335,16 @@ class Shard:
         digest = revision(data)
         if len(data) != expected["bytes"] or digest != expected["sha256"]:
             raise ShardError(
-                f"{self.source}/{name}: damaged or replaced (SHA-256 {digest}, {len(data)} bytes; "
-                f"{MANIFEST} records {expected['sha256']}, {expected['bytes']} bytes)"
+                f"{self.source}/{name}: damaged or replaced (SHA-256 mismatch: the file has {digest}, "
+                f"{len(data)} bytes; {MANIFEST} records {expected['sha256']}, {expected['bytes']} bytes)"
             )
         return data
 
     def _array(self, name: str) -> np.ndarray:
+        data = self._checked(name)  # a hash mismatch is "damaged", said by _checked
         try:
-            return np.load(io.BytesIO(self._checked(name)), allow_pickle=False)
-        except ValueError as error:
+            return np.load(io.BytesIO(data), allow_pickle=False)
+        except (ValueError, EOFError, OSError) as error:
             raise ShardError(f"{self.source}/{name}: not a NumPy array file ({error})") from None
 
     def check_model(self, model: StaticModel) -> None:
@@ -193,11 +360,17 @@ class Shard:
         """The chunk records of notebook ``n`` (path and revision filled in), checked once."""
         if n not in self._fragments:
             name = fragment_name(n)
-            data = json.loads(self._checked(name))
+            try:
+                data = json.loads(self._checked(name))
+                path, chunks = data["path"], data["chunks"]
+            except (ValueError, KeyError, TypeError) as error:
+                if isinstance(error, ShardError):
+                    raise
+                raise ShardError(f"{self.source}/{name}: damaged, not a fragment ({error!r})") from None
             entry = self.index.notebooks[n]
-            if (data["path"], data["revision"]) != (entry["path"], entry["revision"]):
+            if (path, data.get("revision")) != (entry["path"], entry["revision"]):
                 raise ShardError(f"{self.source}/{name}: belongs to {data['path']}, not {entry['path']}")
-            self._fragments[n] = [{"path": data["path"], "revision": data["revision"], **c} for c in data["chunks"]]
+            self._fragments[n] = [{"path": path, "revision": entry["revision"], **chunk} for chunk in chunks]
         return self._fragments[n]
 
 
@@ -206,7 +379,8 @@ def open_shard(directory: str | os.PathLike[str], model: StaticModel | None = No
     directory = Path(directory)
     if not (directory / MANIFEST).is_file():
         raise ShardError(f"{directory}/{MANIFEST}: missing (not a shard directory)")
-    shard = Shard(lambda name: (directory / name).read_bytes(), str(directory))
+    pinned = directory.resolve()  # one version throughout, even if a writer switches the link meanwhile
+    shard = Shard(lambda name: (pinned / name).read_bytes(), str(directory))
     if model is not None:
         shard.check_model(model)
     return shard

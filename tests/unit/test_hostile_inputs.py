@@ -1,0 +1,284 @@
+"""Hostile archives: every file is either read or reported with its name and the reason, nothing
+blocks, nothing is read without bound, nothing outside the archive is read, and the batch finishes.
+
+The cases of issue 13: a FIFO or a socket named like a notebook, links to /dev/zero and
+/etc/passwd, links inside the archive, dangling links and loops, a linked folder, a file over the
+size limit, a file name that is not UTF-8, a lone surrogate, JSON nested 100,000 deep, an integer
+literal past Python's digit limit, code nested too deeply for `ast`, a text past MAX_TEXT_CHARS.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import warnings
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from cellar.cli import main
+from cellar.ingest import chunking, discovery
+from cellar.ingest.chunking import chunk_file
+from cellar.ingest.discovery import FileRefused, find_documents, read_document
+from cellar.ingest.notebook import NotebookError, NotebookWarning, read_notebook
+from cellar.rerender import vfs
+from cellar.rerender.batch import find_notebooks
+from cellar.rerender.environment import imported_modules
+from cellar.retrieval.embedding import default_model_dir, load_model
+from cellar.retrieval.index import build_index_from_directory
+
+ROOT = Path(__file__).resolve().parents[2]
+GOOD = ROOT / "tests" / "fixtures" / "notebooks" / "ballast_v4.ipynb"
+
+
+@contextmanager
+def deadline(seconds: int = 20):
+    """Fail (rather than hang the suite) if the block takes longer than `seconds`."""
+
+    def expired(*_: object) -> None:
+        raise TimeoutError(f"took longer than {seconds} s: something blocked")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def notebook(source: str = "print(1)", **cell: object) -> dict:
+    return {
+        "nbformat": 4,
+        "nbformat_minor": 4,
+        "metadata": {},
+        "cells": [{"cell_type": "code", "metadata": {}, "source": source, "outputs": [], "execution_count": 1, **cell}],
+    }
+
+
+def refusal(path: Path, root: Path) -> str:
+    with deadline():
+        with pytest.raises(ValueError) as caught:
+            chunk_file(path, root)
+    return str(caught.value)
+
+
+@pytest.fixture()
+def archive(tmp_path: Path) -> Path:
+    folder = tmp_path / "archive"
+    folder.mkdir()
+    shutil.copy(GOOD, folder / "good.ipynb")
+    return folder
+
+
+def test_a_fifo_named_like_a_notebook_is_refused_without_blocking(archive):
+    os.mkfifo(archive / "x.ipynb")
+    message = refusal(archive / "x.ipynb", archive)
+    assert message == "x.ipynb: a FIFO (named pipe), not a regular file: not opened"
+    os.mkfifo(archive / "notes.md")
+    assert refusal(archive / "notes.md", archive).startswith("notes.md: a FIFO")
+
+
+def test_a_socket_is_refused(archive):
+    server = socket.socket(socket.AF_UNIX)
+    place = archive / "s.ipynb"
+    try:
+        server.bind(str(place))
+    except OSError as error:  # a path too long for AF_UNIX
+        pytest.skip(f"cannot make a socket here: {error}")
+    try:
+        assert refusal(place, archive) == "s.ipynb: a socket, not a regular file: not opened"
+    finally:
+        server.close()
+
+
+def test_links_out_of_the_archive_are_not_followed(archive):
+    (archive / "zero.ipynb").symlink_to("/dev/zero")
+    (archive / "passwd.txt").symlink_to("/etc/passwd")
+    (archive / "up.md").symlink_to(archive.parent / "elsewhere.md")
+    (archive.parent / "elsewhere.md").write_text("# secret\n")
+    assert refusal(archive / "zero.ipynb", archive) == (
+        "zero.ipynb: a symbolic link to /dev/zero, outside the archive: not followed"
+    )
+    assert "passwd.txt: a symbolic link to /etc/passwd, outside the archive" in refusal(archive / "passwd.txt", archive)
+    assert "outside the archive" in refusal(archive / "up.md", archive)
+
+
+def test_links_inside_the_archive_are_followed_to_regular_files_only(archive):
+    (archive / "latest.ipynb").symlink_to("good.ipynb")
+    chunked = chunk_file(archive / "latest.ipynb", archive)
+    assert chunked.chunks and chunked.chunks[0].path == "latest.ipynb"
+    os.mkfifo(archive / "pipe")
+    (archive / "pipe.ipynb").symlink_to("pipe")
+    assert refusal(archive / "pipe.ipynb", archive) == (
+        "pipe.ipynb: a symbolic link to a FIFO (named pipe), not a regular file: not opened"
+    )
+    (archive / "gone.ipynb").symlink_to("nothing-here.ipynb")
+    assert "gone.ipynb: cannot read the file: a dangling symbolic link" in refusal(archive / "gone.ipynb", archive)
+    (archive / "a.ipynb").symlink_to("b.ipynb")
+    (archive / "b.ipynb").symlink_to("a.ipynb")
+    assert "a.ipynb: cannot read the file: a symbolic link loop" in refusal(archive / "a.ipynb", archive)
+
+
+def test_a_linked_folder_is_listed_and_reported_not_walked(archive):
+    (archive / "sub").mkdir()
+    shutil.copy(GOOD, archive / "sub" / "inner.ipynb")
+    (archive / "again").symlink_to("sub")
+    (archive / "etc").symlink_to("/etc")
+    found = [os.path.relpath(path, archive) for path in find_documents(archive)]
+    assert found == ["again", "etc", "good.ipynb", os.path.join("sub", "inner.ipynb")]
+    assert refusal(archive / "again", archive) == (
+        "again: a symbolic link to a folder, not a regular file: folders are walked without following links"
+    )
+    assert "outside the archive" in refusal(archive / "etc", archive)
+
+
+def test_a_file_over_the_limit_is_refused_unread(archive, monkeypatch):
+    monkeypatch.setattr(discovery, "MAX_FILE_BYTES", 1000)
+    (archive / "big.ipynb").write_text(json.dumps(notebook("x = 1\n" * 500)))
+    message = refusal(archive / "big.ipynb", archive)
+    assert message.startswith("big.ipynb: ") and message.endswith("over the 1000 bytes limit for one file: not read")
+    assert read_document(GOOD, GOOD.parent, limit=10**9)  # the limit is a parameter too
+    with pytest.raises(FileRefused, match="over the 10 bytes limit"):
+        read_document(GOOD, GOOD.parent, limit=10)
+
+
+def test_a_file_name_that_is_not_utf8_is_refused_and_printable(archive):
+    name = os.fsdecode(b"bad\xff.ipynb")
+    (archive / name).write_text(json.dumps(notebook()))
+    message = refusal(archive / name, archive)
+    assert message == "bad\\xff.ipynb: the file name is not valid UTF-8: rename the file"
+    message.encode("utf-8")  # printable and storable as it is
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        (json.dumps(notebook()).replace('"print(1)"', '"print(\\ud800)"'), "lone surrogate ('\\ud800')"),
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+        ('{"a":' * 100_000 + "1" + "}" * 100_000, "nested too deeply"),
+        (json.dumps(notebook()).replace('"execution_count": 1', '"execution_count": ' + "9" * 5000), "digits"),
+        ('{"nbformat": 4, "nbformat_minor": 4, "metadata": {}, "cells": [], "x": "\\udc80\\ud800"}', "surrogate"),
+    ],
+    ids=["lone-surrogate", "deep-array", "deep-object", "long-integer", "surrogate-elsewhere"],
+)
+def test_json_hazards_are_clear_notebook_errors(text, problem):
+    with deadline():
+        with pytest.raises(NotebookError) as caught:
+            read_notebook(text.encode("utf-8"), "2020/odd.ipynb")
+    assert str(caught.value).startswith("2020/odd.ipynb: ") and problem in str(caught.value)
+
+
+def test_a_paired_surrogate_escape_is_read():
+    text = json.dumps(notebook("print('\U0001f600')"))  # ensure_ascii writes the pair \ud83d\ude00
+    assert "\\ud83d" in text
+    assert read_notebook(text.encode(), "a.ipynb").cells[0].source == "print('\U0001f600')"
+
+
+def test_code_nested_too_deeply_for_ast_is_chunked_without_its_facts(archive):
+    deep = "x = " + "1+" * 100_000 + "1\n"
+    parens = "y = " + "(" * 5000 + "1" + ")" * 5000 + "\n"
+    (archive / "deep.ipynb").write_text(json.dumps(notebook(deep + parens + "import numpy\n")))
+    with deadline(60):
+        chunked = chunk_file(archive / "deep.ipynb", archive)
+        assert chunked.chunks
+        assert imported_modules([deep, parens, "import numpy\n"]) == {"numpy"}
+        assert imported_modules(["\0 import os"]) == set()
+
+
+def test_a_text_past_the_limit_is_cut_with_a_warning(archive, monkeypatch):
+    monkeypatch.setattr(chunking, "MAX_TEXT_CHARS", 1000)
+    long = "word " * 1000
+    nb = notebook(long, outputs=[{"output_type": "stream", "name": "stdout", "text": long}])
+    nb["cells"].append({"cell_type": "markdown", "metadata": {}, "source": "short"})
+    (archive / "long.ipynb").write_text(json.dumps(nb))
+    (archive / "long.md").write_text(long)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        chunked = chunk_file(archive / "long.ipynb", archive)
+        document = chunk_file(archive / "long.md", archive)
+    messages = [str(warning.message) for warning in caught]
+    assert messages == [
+        "long.ipynb: cells[0].outputs[0].text has 5,000 characters; only the first 1,000 are indexed",
+        "long.ipynb: cells[0].source has 5,000 characters; only the first 1,000 are indexed",
+        "long.md: the text has 5,000 characters; only the first 1,000 are indexed",
+    ]
+    assert all(caught_warning.category is NotebookWarning for caught_warning in caught)
+    assert max(chunk.end for chunk in chunked.chunks + document.chunks) <= 1000
+    assert any(chunk.cell == 1 for chunk in chunked.chunks)
+
+
+def hostile_archive(archive: Path) -> set[str]:
+    """Every hazard at once beside good.ipynb; returns the names that must be reported."""
+    os.mkfifo(archive / "fifo.ipynb")
+    (archive / "zero.ipynb").symlink_to("/dev/zero")
+    (archive / "passwd.md").symlink_to("/etc/passwd")
+    (archive / "linked").symlink_to(".")
+    (archive / "surrogate.ipynb").write_text(json.dumps(notebook()).replace("print(1)", "\\udfff"))
+    (archive / "deep.ipynb").write_text("[" * 100_000)
+    (archive / "int.ipynb").write_text(
+        json.dumps(notebook()).replace('"execution_count": 1', '"execution_count": ' + "1" * 4500)
+    )
+    (archive / os.fsdecode(b"caf\xe9.ipynb")).write_text(json.dumps(notebook()))
+    return {
+        "fifo.ipynb",
+        "zero.ipynb",
+        "passwd.md",
+        "linked",
+        "surrogate.ipynb",
+        "deep.ipynb",
+        "int.ipynb",
+        "caf\\xe9.ipynb",
+    }
+
+
+def test_the_index_batch_reports_every_hazard_and_indexes_the_rest(archive):
+    expected = hostile_archive(archive)
+    with deadline(120):
+        built = build_index_from_directory(archive, load_model(default_model_dir()))
+    assert [nb["path"] for nb in built.index.notebooks] == ["good.ipynb"]
+    assert (built.files, built.skipped) == (1, len(expected))
+    assert {problem.split(": ")[0] for problem in built.problems} == expected
+    assert not any("root:" in record["text"] for record in built.index.chunks)  # /etc/passwd stays out
+
+
+def test_the_chunk_command_reports_every_hazard_and_finishes(archive, capsys):
+    expected = hostile_archive(archive)
+    with deadline(60):
+        status = main(["chunk", str(archive), "--jsonl"])
+    out, err = capsys.readouterr()
+    assert status == 1
+    reported = {line.split(": ")[0] for line in err.splitlines() if ": " in line and not line.startswith("cellar")}
+    assert expected <= reported
+    assert f"1 file read, {len(expected)} rejected" in err
+    assert {json.loads(line)["path"] for line in out.splitlines()} == {"good.ipynb"}
+
+
+def test_the_rerender_batch_lists_the_same_names_and_reads_them_safely(archive):
+    expected = hostile_archive(archive)
+    found = {os.path.relpath(path, archive) for path in find_notebooks(archive)}
+    names = {name for name in expected if "\\" not in name and not name.endswith(".md")}
+    assert found == {"good.ipynb", os.fsdecode(b"caf\xe9.ipynb")} | names
+
+
+def test_a_blob_that_is_a_fifo_or_a_link_out_of_the_store_is_refused_not_read(tmp_path):
+    store = vfs.BlobStore(tmp_path)
+    good = store.write(b"1,2,3\n")
+    assert store.read(good) == b"1,2,3\n"
+    fifo_id, zero_id = "sha256:" + "a" * 64, "sha256:" + "b" * 64
+    fifo, zero = Path(store.location(fifo_id)), Path(store.location(zero_id))
+    fifo.parent.mkdir(parents=True, exist_ok=True)
+    zero.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(fifo)
+    zero.symlink_to("/dev/zero")
+    with deadline():
+        with pytest.raises(vfs.BlobCorrupt, match="a FIFO"):
+            store.read(fifo_id)
+        with pytest.raises(vfs.BlobCorrupt, match="a symbolic link to /dev/zero, outside the archive"):
+            store.read(zero_id)
+    with pytest.raises(vfs.BlobNotFound):
+        store.read("sha256:" + "c" * 64)

@@ -1,0 +1,238 @@
+"""Safe shard writes: a `cellar index` killed anywhere in its write phase leaves the previous shard
+whole, a second writer is refused, and a smaller archive leaves no stale fragment behind; a damaged
+shard makes `cellar search` name the file and exit 2.
+
+The kill test runs `cellar index` in a subprocess whose file-system calls (open, write, fsync,
+close, mkdir, rename, replace, symlink, unlink, rmdir) are counted from the moment `write_shard`
+starts; at call number K the process sends itself SIGKILL. A dry run counts the calls; K then
+takes KILL_POINTS values spread over all of them, first and last included.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cellar.cli import main
+from cellar.ingest.provenance import revision
+from cellar.retrieval.embedding import default_model_dir, load_model
+from cellar.retrieval.index import build_index_from_directory
+from cellar.retrieval.search import Searcher
+from cellar.retrieval.shard import (
+    MANIFEST,
+    Shard,
+    ShardBusy,
+    ShardError,
+    _canonical,
+    open_shard,
+    shard_files,
+    shard_lock,
+    write_shard,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = ROOT / "tests" / "fixtures" / "notebooks"
+KILL_POINTS = 24
+
+KILLER = """
+import os, signal, sys
+import cellar.cli.index as command
+from cellar.cli import main
+
+target, calls, active = int(os.environ["CELLAR_TEST_KILL_AT"]), 0, False
+
+def counted(function):
+    def call(*args, **kwargs):
+        global calls
+        if active:
+            calls += 1
+            if calls == target:
+                os.kill(os.getpid(), signal.SIGKILL)
+        return function(*args, **kwargs)
+    return call
+
+for name in ("open", "write", "fsync", "close", "mkdir", "rename", "replace", "symlink", "unlink", "rmdir"):
+    setattr(os, name, counted(getattr(os, name)))
+real = command.write_shard
+
+def write_shard(*args, **kwargs):
+    global active
+    active = True
+    try:
+        return real(*args, **kwargs)
+    finally:
+        active = False
+        print(f"write phase: {calls} calls", file=sys.stderr)
+
+command.write_shard = write_shard
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.fixture(scope="module")
+def model():
+    return load_model(default_model_dir())
+
+
+def corpus(folder: Path, names: list[str]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        shutil.copy(NOTEBOOKS / name, folder / name)
+    return folder
+
+
+def paths(shard_dir: Path, model) -> list[str]:
+    """The notebooks of the shard, after checking it opens, answers and reads every fragment."""
+    shard = open_shard(shard_dir, model)
+    answer = Searcher(shard.index, model, shard.fragment).search("ballast tank volume", k=3)
+    assert answer["notebooks"] or answer["refused"]
+    assert all(shard.fragment(n) for n in range(len(shard.index.notebooks)))
+    return [entry["path"] for entry in shard.index.notebooks]
+
+
+def killed_index(corpus_dir: Path, out: Path, kill_at: int) -> subprocess.CompletedProcess:
+    env = {**os.environ, "CELLAR_TEST_KILL_AT": str(kill_at), "PYTHONPATH": str(ROOT / "py_src")}
+    command = [sys.executable, "-c", KILLER, "index", str(corpus_dir), "--out", str(out)]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_a_shard_is_a_link_to_a_checked_version_and_a_smaller_archive_leaves_nothing_stale(tmp_path, model):
+    big = build_index_from_directory(corpus(tmp_path / "big", ["ballast_v4.ipynb", "stability_v3.ipynb"]), model)
+    small = build_index_from_directory(corpus(tmp_path / "small", ["ballast_v4.ipynb"]), model)
+    out = tmp_path / "build" / "shard"
+    write_shard(big.index, out, model)
+    assert out.is_symlink() and not os.path.isabs(os.readlink(out))
+    first = out.resolve()
+    assert paths(out, model) == ["ballast_v4.ipynb", "stability_v3.ipynb"]
+    write_shard(small.index, out, model)
+    assert paths(out, model) == ["ballast_v4.ipynb"]
+    files = {path.relative_to(out).as_posix() for path in out.rglob("*") if path.is_file()}
+    assert files == set(json.loads((out / MANIFEST).read_text())["files"]) | {MANIFEST}  # no stale fragment
+    versions = tmp_path / "build" / ".shard.versions"
+    assert sorted(versions.iterdir()) == sorted([first, out.resolve()])  # the current and the previous
+    write_shard(big.index, out, model)
+    write_shard(big.index, out, model)  # the same content again: nothing to switch
+    assert len(list(versions.iterdir())) == 2 and paths(out, model) == ["ballast_v4.ipynb", "stability_v3.ipynb"]
+
+
+def test_an_older_plain_shard_folder_is_replaced_and_another_folder_is_refused(tmp_path, model):
+    built = build_index_from_directory(corpus(tmp_path / "c", ["ballast_v4.ipynb"]), model)
+    out = tmp_path / "shard"
+    out.mkdir()
+    (out / MANIFEST).write_text("{}")
+    (out / "fragments").mkdir()
+    (out / "fragments" / "99.json").write_text("stale")
+    write_shard(built.index, out, model)
+    assert out.is_symlink() and not (out / "fragments" / "99.json").exists()
+    keep = tmp_path / "mine"
+    keep.mkdir()
+    (keep / "notes.txt").write_text("precious")
+    with pytest.raises(ShardError, match="a folder that holds no shard"):
+        write_shard(built.index, keep, model)
+    assert (keep / "notes.txt").read_text() == "precious"
+
+
+def test_a_second_writer_is_refused_with_status_2(tmp_path, model, capsys):
+    source = corpus(tmp_path / "c", ["ballast_v4.ipynb"])
+    out = tmp_path / "shard"
+    assert main(["index", str(source), "--out", str(out)]) == 0
+    before = out.resolve()
+    with shard_lock(out):  # this process is the first writer
+        with pytest.raises(ShardBusy):
+            write_shard(build_index_from_directory(source, model).index, out, model)
+        env = {**os.environ, "PYTHONPATH": str(ROOT / "py_src")}
+        command = [sys.executable, "-m", "cellar", "index", str(source), "--out", str(out)]
+        result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert f"cellar index: {out}: another writer (process {os.getpid()}) is writing this shard" in result.stderr
+    assert out.resolve() == before and paths(out, model) == ["ballast_v4.ipynb"]
+    assert main(["index", str(source), "--out", str(out)]) == 0  # the lock went with its holder
+
+
+def test_a_writer_killed_anywhere_in_its_write_phase_leaves_the_previous_shard(tmp_path, model):
+    old = corpus(tmp_path / "old", ["ballast_v4.ipynb"])
+    new = corpus(tmp_path / "new", ["ballast_v4.ipynb", "stability_v3.ipynb", "future_4_99.ipynb"])
+    snapshot = tmp_path / "snapshot" / "build"  # a previous shard; every kill starts from a copy of it
+    assert main(["index", str(old), "--out", str(snapshot / "shard")]) == 0
+    shutil.copytree(snapshot, tmp_path / "dry" / "build", symlinks=True)
+    dry = killed_index(new, tmp_path / "dry" / "build" / "shard", 0)
+    assert dry.returncode == 0, dry.stderr
+    total = int(dry.stderr.split("write phase: ")[1].split()[0])
+    points = sorted({1 + round(i * (total - 1) / (KILL_POINTS - 1)) for i in range(KILL_POINTS)})
+    assert len(points) >= 20
+    expected_new = sorted(path.name for path in new.iterdir())
+    new_index = build_index_from_directory(new, model).index
+    outcomes = {"old": 0, "new": 0}
+    for point in points:
+        build = tmp_path / f"kill{point}" / "build"
+        shutil.copytree(snapshot, build, symlinks=True)
+        result = killed_index(new, build / "shard", point)
+        assert result.returncode == -9, (point, result.stderr[-2000:])
+        found = paths(build / "shard", model)  # opens, answers, every fragment checks
+        assert found in (["ballast_v4.ipynb"], expected_new), (point, found)
+        outcomes["old" if len(found) == 1 else "new"] += 1
+        write_shard(new_index, build / "shard", model)  # the next write tidies what the killed one left
+        assert paths(build / "shard", model) == expected_new
+        versions = [path.name for path in (build / ".shard.versions").iterdir()]
+        assert len(versions) <= 2 and not any(name.startswith(".") for name in versions), (point, versions)
+        assert not list(build.glob(".shard.link-*"))
+        shutil.rmtree(build.parent)
+    print(f"kill points: {len(points)} of {total} write-phase calls; the shard read afterwards: {outcomes}")
+    assert outcomes["old"] >= 15 and outcomes["new"] >= 1  # the last points lie after the switch
+
+
+@pytest.mark.parametrize("name", ["vectors.npy", "bm25_data.npy", "fragments/0.json", "manifest.json"])
+def test_search_on_a_damaged_shard_names_the_file_and_exits_2(tmp_path, name, capsys):
+    source = corpus(tmp_path / "c", ["ballast_v4.ipynb"])
+    assert main(["index", str(source), "--out", str(tmp_path / "built")]) == 0
+    shard = tmp_path / "copy"
+    shutil.copytree(tmp_path / "built", shard)
+    data = bytearray((shard / name).read_bytes())
+    data[len(data) // 2] ^= 0x55
+    (shard / name).write_bytes(data)
+    capsys.readouterr()
+    assert main(["search", str(shard), "ballast tank volume"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"cellar search: {shard}/{name}: damaged") and "Traceback" not in err
+    if name != "manifest.json":
+        assert "(SHA-256 mismatch: the file has " in err and "not a NumPy array" not in err
+    (shard / name).unlink()
+    assert main(["search", str(shard), "ballast tank volume"]) == 2
+    assert f"{shard}/" in capsys.readouterr().err
+
+
+def test_a_file_that_is_not_an_array_but_matches_its_hash_is_named_as_such(tmp_path, model):
+    built = build_index_from_directory(corpus(tmp_path / "c", ["ballast_v4.ipynb"]), model)
+    files = shard_files(built.index)
+    files["scales.npy"] = b"not an array"
+    manifest = json.loads(files[MANIFEST])
+    manifest.pop("checksum")
+    manifest["files"]["scales.npy"] = {"bytes": 12, "sha256": revision(b"not an array")}
+    manifest["checksum"] = revision(_canonical(manifest))
+    files[MANIFEST] = json.dumps(manifest).encode()
+    with pytest.raises(ShardError, match=r"^shard/scales\.npy: not a NumPy array file"):
+        Shard(files.__getitem__)
+
+
+def test_build_publishes_the_files_the_shard_link_points_to_and_no_link_out_of_the_archive(tmp_path, model):
+    spec = importlib.util.spec_from_file_location("cellar_build", ROOT / "build.py")
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    archive = corpus(tmp_path / "archive", ["ballast_v4.ipynb"])
+    (archive / "passwd.md").symlink_to("/etc/passwd")
+    (archive / "etc").symlink_to("/etc")
+    (archive / "latest.ipynb").symlink_to("ballast_v4.ipynb")
+    os.mkfifo(archive / "fifo.ipynb")
+    assert [path.name for path in build.archive_files(archive)] == ["ballast_v4.ipynb", "latest.ipynb"]
+    out = tmp_path / "build" / "shard"
+    write_shard(build_index_from_directory(archive, model).index, out, model)
+    (out / ".cellar-stamp").write_text("digest")  # build.py's stamp lands in the current version
+    files = {path.relative_to(out).as_posix() for path in build.archive_files(out)}
+    assert files == set(json.loads((out / MANIFEST).read_text())["files"]) | {MANIFEST}  # what site/shard gets
