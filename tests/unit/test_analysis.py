@@ -25,7 +25,7 @@ DEFAULT = Analyzer()
         ("HTTPServer XMLHttpRequest", ["httpserver", "http", "server", "xmlhttprequest", "xml", "http", "request"]),
         ("np.random.RandomState", ["np.random.randomstate", "np", "random", "state"]),
         ("__init__ x_1", ["__init__", "init", "x_1", "x", "1"]),
-        ("Peng-Robinson", ["peng-robinson", "peng", "robinson"]),
+        ("x-axis", ["x-axis", "x", "axis"]),  # a one-letter part: kept whole, like a code
     ],
 )
 def test_identifiers_keep_the_whole_and_split_into_parts(text, terms):
@@ -48,6 +48,30 @@ def test_identifiers_keep_the_whole_and_split_into_parts(text, terms):
 )
 def test_numbers_and_codes_stay_whole(text, terms):
     assert UNSTEMMED.terms(text) == terms
+
+
+@pytest.mark.parametrize(
+    ("text", "terms"),
+    [
+        ("Peng-Robinson", ["peng", "robinson"]),
+        ("Froude-getal", ["froude", "getal"]),
+        ("Bernoulli-effect", ["bernoulli", "effect"]),
+        ("DataFrame-object", ["dataframe", "data", "frame", "object"]),
+        ("E-407 17-042 R-22", ["e-407", "e", "407", "17-042", "17", "042", "r-22", "r", "22"]),
+    ],
+)
+def test_hyphenated_compounds_of_words_are_their_words(text, terms):
+    """A compound is its words alone (no whole to go missing); codes keep the whole as before."""
+    assert UNSTEMMED.terms(text) == terms
+
+
+def test_a_dutch_compound_question_meets_the_english_words():
+    """A Dutch query's ``Froude-getal`` and ``Bernoulli-effect`` meet a cell's "Froude number" and
+    "Bernoulli effect", and leave no term of their own that the archive would lack."""
+    cell = set(DEFAULT.terms("the Froude number and the Bernoulli effect"))
+    query = set(DEFAULT.query_terms("Wat is het Froude-getal bij het Bernoulli-effect?"))
+    assert {"bernoulli", "effect"} <= cell & query and cell & query & {"froude", "froud"}
+    assert all("-" not in term for term in query)
 
 
 def test_accents_and_compatibility_characters_fold():

@@ -1,5 +1,6 @@
-"""The scorecard: `judge` and `scorecard` on hand-made answers, and `cellar eval` / `cellar index`
-/ `cellar search` end to end on the demo archive."""
+"""The scorecard: `judge` and `scorecard` on hand-made answers, the out-of-sample calibration
+(folds, and a toy gold set where in-sample and out-of-sample refusal differ), and `cellar eval` /
+`cellar index` / `cellar search` end to end on the demo archive."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from cellar.cli import main
-from cellar.retrieval.evaluation import judge, scorecard
+from cellar.retrieval.evaluation import assign_folds, calibrate, cross_validate, judge, scorecard, scorecards
+from cellar.retrieval.search import Ranking, refuses
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "demo"
@@ -19,6 +21,8 @@ KEYS = {
     "notebook_hit@3",
     "notebook_hit@5",
     "cell_hit@5",
+    "cell_strict@5",
+    "cell_first",
     "mrr",
     "refusal_recall",
     "false_refusal_rate",
@@ -52,6 +56,83 @@ def test_judge_and_scorecard():
     assert card["latency_ms"]["p50"] == 2.5
 
 
+def test_strict_cell_figures_count_hits_only_and_the_first_hit():
+    """cell_hit@5 counts the neighbourhood (what the page shows), cell_strict@5 the hits of the top
+    5 notebooks alone, cell_first only the top notebook's first hit."""
+    gold = [
+        {"expect": [{"path": "a", "cell": 3}]},  # the neighbour of a's hit: product only
+        {"expect": [{"path": "b", "cell": 7}]},  # a hit of the second notebook: strict, not first
+        {"expect": [{"path": "c", "cell": 0}]},  # the first hit
+    ]
+    answers = [answer([("a", 2)]), answer([("x", 0), ("b", 7)]), answer([("c", 0), ("b", 7)])]
+    judged = [judge(g, a) for g, a in zip(gold, answers)]
+    assert [(j["cell_hit"], j["cell_strict"], j["cell_first"]) for j in judged] == [
+        (True, False, False),
+        (True, True, False),
+        (True, True, True),
+    ]
+    card = scorecard(judged, [])
+    assert (card["cell_hit@5"], card["cell_strict@5"]) == (1.0, pytest.approx(2 / 3, abs=1e-3))
+    assert card["cell_first"] == pytest.approx(1 / 3, abs=1e-3)
+
+
+def test_folds_are_deterministic_and_stratified():
+    gold = [{"id": f"q{i:02d}", "kind": "out_of_scope" if i % 6 == 0 else "value", "expect": []} for i in range(30)]
+    folds = assign_folds(gold, 5)
+    assert folds == assign_folds(list(gold), 5) and sorted(set(folds)) == [0, 1, 2, 3, 4]
+    assert sorted(folds.count(f) for f in range(5)) == [6] * 5
+    assert {folds[i] for i in range(30) if gold[i]["kind"] == "out_of_scope"} == {0, 1, 2, 3, 4}
+    shuffled = gold[7:] + gold[:7]  # the order of the file does not matter
+    assert [assign_folds(shuffled, 5)[(i - 7) % 30] for i in range(30)] == folds
+    with pytest.raises(ValueError):
+        assign_folds(gold, 1)
+
+
+class ToySearcher:
+    """A searcher whose every question has a fixed refusal evidence (coverage only) and one
+    notebook that answers; the shape ``evaluate`` and ``calibrate`` read."""
+
+    def __init__(self, coverage: dict[str, float]) -> None:
+        self.coverage = coverage
+        self.calibration = {"min_coverage": 0.0, "min_numbers": 0.0, "min_similarity": 0.0}
+
+    def rank(self, query: str, k: int = 3, filters=None, mode: str = "hybrid") -> Ranking:
+        evidence = {"coverage": self.coverage[query], "known_coverage": 0.0, "numbers": 1.0, "similarity": None}
+        notebooks = ((0, 1.0, [(0, 1.0)]),)
+        return Ranking(query, mode, (), notebooks, evidence, refuses(evidence, self.calibration), {"total": 1.0})
+
+    def answer(self, ranking: Ranking) -> dict:
+        notebooks = [] if ranking.refused else [{"path": "nb", "hits": [{"cell": 0}], "neighbourhood": []}]
+        return {"refused": ranking.refused, "notebooks": notebooks, "timings_ms": dict(ranking.timings_ms)}
+
+    def search(self, query: str, k: int = 3, filters=None, mode: str = "hybrid") -> dict:
+        return self.answer(self.rank(query, k, filters, mode))
+
+
+def test_out_of_sample_refusal_is_not_flattered_by_the_questions_that_set_it():
+    """Ten answerable questions with coverage .9 and five out-of-scope ones, four far below (.2)
+    and one close (.8). Calibrated on all fifteen, the threshold lands between .8 and .9 and every
+    out-of-scope question is refused, the close one too: in sample, refusal looks perfect. Out of
+    sample, the fold that holds the close one is judged with a threshold fitted without it (between
+    .2 and .9), which lets it through: refusal recall 4/5."""
+    gold = [
+        {"id": f"a{i}", "query": f"a{i}", "kind": "value", "expect": [{"path": "nb", "cell": 0}]} for i in range(10)
+    ]
+    gold += [{"id": f"o{i}", "query": f"o{i}", "kind": "out_of_scope", "expect": []} for i in range(5)]
+    toy = ToySearcher({**{f"a{i}": 0.9 for i in range(10)}, **{f"o{i}": 0.2 for i in range(4)}, "o4": 0.8})
+    toy.calibration = calibrate(toy, gold)["thresholds"]  # what `cellar index --calibrate` stores
+    assert 0.8 < toy.calibration["min_coverage"] < 0.9
+    stored = scorecards(toy, gold, ("bm25",), calibration="stored")["bm25"]
+    honest = scorecards(toy, gold, ("bm25",))["bm25"]
+    assert stored["refusal_recall"] == 1.0 and stored["calibration"]["method"] == "stored"
+    assert honest["refusal_recall"] == 0.8 and honest["calibration"]["method"] == "5-fold out of sample"
+    assert stored["false_refusal_rate"] == honest["false_refusal_rate"] == 0.0
+    thresholds, how = cross_validate(toy, gold, 5)
+    held_out = thresholds[[row["id"] for row in gold].index("o4")]
+    assert held_out["min_coverage"] < 0.8 and len(how["folds"]) == 5
+    assert all(fold["out_of_scope"] == 1 for fold in how["folds"])
+
+
 @pytest.fixture(scope="module")
 def demo_shard(tmp_path_factory):
     if not (DEMO / "archive").is_dir() or not (DEMO / "gold.jsonl").is_file():
@@ -70,6 +151,10 @@ def test_cli_eval_json_all_modes(demo_shard, capsys):
         assert {"p50", "p95"} <= set(card["latency_ms"])
         assert set(card["by_lang"]) == {"en", "nl"}
     assert cards["hybrid"]["notebook_hit@5"] >= 0.8
+    assert cards["hybrid"]["calibration"]["method"] == "5-fold out of sample"
+    assert main(["eval", str(demo_shard), str(DEMO / "gold.jsonl"), "--json", "--calibration", "stored"]) == 0
+    stored = json.loads(capsys.readouterr().out)
+    assert stored["calibration"]["method"] == "stored" and KEYS <= set(stored)
 
 
 def test_cli_search_json_and_listing(demo_shard, capsys):

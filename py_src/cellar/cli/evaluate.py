@@ -1,7 +1,15 @@
-"""`cellar eval SHARD GOLD.jsonl [--json] [--mode bm25|dense|hybrid|all] [--model DIR]`: the
-scorecard of a shard on a gold set (shared/gold/README.md): notebook hit@1/3/5, cell hit@5, MRR,
-refusal recall, false refusal rate, the same per kind and per language, and latency p50/p95 of a
-whole search and of each stage. --mode all puts the three modes side by side.
+"""`cellar eval SHARD GOLD.jsonl [--json] [--mode bm25|dense|hybrid|all] [--calibration
+out-of-sample|stored] [--folds K] [--model DIR]`: the scorecard of a shard on a gold set
+(shared/gold/README.md): notebook hit@1/3/5, the cells (cell_hit@5: among the hits and
+neighbourhood of the top 5 notebooks, as the product shows them; cell_strict@5: among their hits
+alone; cell_first: the top notebook's first hit), MRR, refusal recall, false refusal rate, the
+same per kind and per language, and latency p50/p95 of a whole search and of each stage.
+--mode all puts the three modes side by side.
+
+Refusal is judged out of sample by default: the gold questions are dealt into K folds (5,
+stratified by kind, deterministic) and each fold is judged with the thresholds calibrated on the
+other folds, so no threshold is scored on a question that set it. --calibration stored judges with
+the shard's stored thresholds instead: in sample when the shard was calibrated on this gold set.
 """
 
 from __future__ import annotations
@@ -13,7 +21,7 @@ from pathlib import Path
 
 from cellar.cli.search import open_searcher
 from cellar.retrieval.embedding import default_model_dir
-from cellar.retrieval.evaluation import evaluate, read_gold
+from cellar.retrieval.evaluation import CALIBRATIONS, FOLDS, read_gold, scorecards
 from cellar.retrieval.search import MODES
 
 COLUMNS = (
@@ -21,6 +29,8 @@ COLUMNS = (
     "notebook_hit@3",
     "notebook_hit@5",
     "cell_hit@5",
+    "cell_strict@5",
+    "cell_first",
     "mrr",
     "refusal_recall",
     "false_refusal_rate",
@@ -39,6 +49,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--json", action="store_true", help="print the scorecard as one JSON object")
     parser.add_argument("--mode", choices=(*MODES, "all"), default="hybrid")
     parser.add_argument(
+        "--calibration",
+        choices=CALIBRATIONS,
+        default="out-of-sample",
+        help="refusal thresholds: fitted per fold on the other folds (default), or the shard's stored ones (in sample)",
+    )
+    parser.add_argument(
+        "--folds",
+        type=int,
+        default=FOLDS,
+        metavar="K",
+        help=f"folds of the out-of-sample calibration (default {FOLDS})",
+    )
+    parser.add_argument(
         "--model",
         default=str(default_model_dir()),
         metavar="DIR",
@@ -55,7 +78,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"cellar eval: {error}", file=sys.stderr)
         return 2
     modes = MODES if args.mode == "all" else (args.mode,)
-    cards = {mode: evaluate(searcher, gold, mode) for mode in modes}
+    try:
+        cards = scorecards(searcher, gold, modes, args.calibration, args.folds)
+    except ValueError as error:
+        print(f"cellar eval: {error}", file=sys.stderr)
+        return 2
     if args.json:
         print(json.dumps(cards if args.mode == "all" else cards[args.mode], indent=1))
     else:
@@ -64,11 +91,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def table(cards: dict) -> str:
-    """A Markdown table: one row per mode."""
+    """A Markdown table: one row per mode, and how refusal was calibrated."""
     head = ["mode", *COLUMNS, "p50 ms", "p95 ms"]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for mode, card in cards.items():
         cells = [f"{card[c]:.3f}" if card[c] is not None else "n/a" for c in COLUMNS]
         latency = card["latency_ms"]
         rows.append("| " + " | ".join([mode, *cells, f"{latency['p50']:.1f}", f"{latency['p95']:.1f}"]) + " |")
+    how = next(iter(cards.values()))["calibration"]
+    rows.append(f"\nrefusal thresholds: {how['method']}")
     return "\n".join(rows)

@@ -4,17 +4,28 @@ A gold set (shared/gold/README.md) is JSON lines of questions with the notebooks
 answer them (none for an out-of-scope question). ``evaluate`` runs every question through a
 ``Searcher`` and scores the answers (``judge``, ``scorecard``); ``calibrate`` fits the three
 refusal thresholds that ``cellar index --calibrate`` stores in the shard.
+
+Thresholds fitted on a gold set and scored on it flatter refusal. So ``scorecards`` (what
+``cellar eval`` prints) judges refusal out of sample by default: ``cross_validate`` deals the
+questions into k folds (``assign_folds``: deterministic, stratified by kind) and judges each fold
+with the thresholds fitted on the others. The shard's stored calibration is scored only when
+asked for (``calibration="stored"``), and the scorecard says which was used.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
+from cellar.ingest.provenance import revision
 from cellar.retrieval.search import Searcher, refuses, unknown_words_left_to_meaning
+
+FOLDS = 5  # k of the out-of-sample calibration (cross_validate)
+CALIBRATIONS = ("out-of-sample", "stored")
 
 
 def read_gold(lines: Iterable[str], where: str = "gold") -> list[dict[str, Any]]:
@@ -34,24 +45,31 @@ def read_gold(lines: Iterable[str], where: str = "gold") -> list[dict[str, Any]]
 
 
 def judge(row: Mapping[str, Any], answer: Mapping[str, Any]) -> dict[str, Any]:
-    """How one answer scores against one gold question: notebook rank, cell hit, refusal."""
+    """How one answer scores against one gold question: notebook rank, the three cell figures
+    (``cell_hit``: an expected cell among the hits or neighbourhood of the top 5 notebooks, what
+    the product shows; ``cell_strict``: among their hits alone; ``cell_first``: the top notebook's
+    first hit), refusal."""
+    notebooks = answer["notebooks"][:5]
     paths = [nb["path"] for nb in answer["notebooks"]]
     expected = {e["path"] for e in row["expect"]}
     rank = next((i for i, path in enumerate(paths, 1) if path in expected), None)
     cells = {(e["path"], e["cell"]) for e in row["expect"]}
-    shown = {
-        (nb["path"], item["cell"]) for nb in answer["notebooks"][:5] for item in (*nb["hits"], *nb["neighbourhood"])
-    }
+    hits = {(nb["path"], hit["cell"]) for nb in notebooks for hit in nb["hits"]}
+    shown = hits | {(nb["path"], item["cell"]) for nb in notebooks for item in nb["neighbourhood"]}
+    first = (notebooks[0]["path"], notebooks[0]["hits"][0]["cell"]) if notebooks and notebooks[0]["hits"] else None
     return {
         "answerable": bool(row["expect"]),
         "rank": rank,
         "cell_hit": bool(cells & shown),
+        "cell_strict": bool(cells & hits),
+        "cell_first": first in cells,
         "refused": answer["refused"],
     }
 
 
 def scorecard(judged: Sequence[Mapping[str, Any]], latencies: Sequence[float]) -> dict[str, Any]:
-    """The figures of gold/README.md over judged answers (``judge``) and latencies in ms."""
+    """The figures of gold/README.md over judged answers (``judge``) and latencies in ms, with the
+    strict cell figures ``cell_strict@5`` and ``cell_first`` beside the product's ``cell_hit@5``."""
     answerable = [j for j in judged if j["answerable"]]
     unanswerable = [j for j in judged if not j["answerable"]]
 
@@ -65,6 +83,8 @@ def scorecard(judged: Sequence[Mapping[str, Any]], latencies: Sequence[float]) -
     for at in (1, 3, 5):
         figures[f"notebook_hit@{at}"] = share(answerable, ranked_within(at))
     figures["cell_hit@5"] = share(answerable, lambda j: j["cell_hit"])
+    figures["cell_strict@5"] = share(answerable, lambda j: j.get("cell_strict", False))
+    figures["cell_first"] = share(answerable, lambda j: j.get("cell_first", False))
     figures["mrr"] = (
         round(sum(1 / j["rank"] for j in answerable if j["rank"]) / len(answerable), 4) if answerable else None
     )
@@ -79,14 +99,29 @@ def scorecard(judged: Sequence[Mapping[str, Any]], latencies: Sequence[float]) -
     return figures
 
 
-def evaluate(searcher: Searcher, gold: Sequence[Mapping[str, Any]], mode: str = "hybrid") -> dict[str, Any]:
+def evaluate(
+    searcher: Searcher,
+    gold: Sequence[Mapping[str, Any]],
+    mode: str = "hybrid",
+    thresholds: Sequence[Mapping[str, float]] | None = None,
+) -> dict[str, Any]:
     """The scorecard of ``searcher`` on ``gold``: overall, ``by_kind`` and ``by_lang``, with
-    latency p50/p95 of a whole search and per stage."""
+    latency p50/p95 of a whole search and per stage.
+
+    ``thresholds``: the refusal thresholds to judge each question with (one mapping per gold
+    question, as ``cross_validate`` gives them); without them, the searcher's own (the shard's
+    stored calibration), which is in sample when that calibration was fitted on ``gold``."""
+    if thresholds is not None and len(thresholds) != len(gold):
+        raise ValueError(f"{len(thresholds)} sets of thresholds for {len(gold)} questions")
     judged: list[dict[str, Any]] = []
     latencies: list[float] = []
     stages: dict[str, list[float]] = {}
-    for row in gold:
-        answer = searcher.search(row["query"], k=5, mode=mode)
+    for i, row in enumerate(gold):
+        ranking = searcher.rank(row["query"], k=5, mode=mode)
+        if thresholds is not None:
+            refused = not ranking.notebooks or refuses(ranking.evidence, thresholds[i])
+            ranking = replace(ranking, refused=refused)
+        answer = searcher.answer(ranking)
         judged.append({**judge(row, answer), "kind": row.get("kind"), "lang": row.get("lang")})
         latencies.append(answer["timings_ms"]["total"])
         for stage, ms in answer["timings_ms"].items():
@@ -105,6 +140,75 @@ def evaluate(searcher: Searcher, gold: Sequence[Mapping[str, Any]], mode: str = 
     return card
 
 
+def assign_folds(gold: Sequence[Mapping[str, Any]], folds: int = FOLDS) -> list[int]:
+    """The fold of each gold question, deterministic and stratified: the questions are taken kind
+    by kind (``out_of_scope`` is a kind, so every fold gets out-of-scope questions as long as there
+    are as many as folds), in the order of the SHA-256 of their id (the query when there is none),
+    and dealt to the folds in turn, the deal going on from one kind to the next."""
+    if folds < 2:
+        raise ValueError(f"cross-validation needs at least 2 folds, not {folds}")
+
+    def key(i: int) -> tuple[str, str]:
+        row = gold[i]
+        name = str(row["id"] if "id" in row else row["query"])
+        return (str(row.get("kind") or ("answerable" if row["expect"] else "out_of_scope")), revision(name))
+
+    result = [0] * len(gold)
+    for turn, i in enumerate(sorted(range(len(gold)), key=key)):
+        result[i] = turn % folds
+    return result
+
+
+def cross_validate(
+    searcher: Searcher, gold: Sequence[Mapping[str, Any]], folds: int = FOLDS, max_false: float = 0.10
+) -> tuple[list[dict[str, float]], dict[str, Any]]:
+    """Out-of-sample refusal thresholds: k-fold over ``gold`` (``assign_folds``); each fold's
+    questions get the thresholds ``calibrate`` fits on the other folds, so no threshold is ever
+    scored on a question that set it. Returns the thresholds per question and what was done (the
+    folds, their sizes and thresholds), for the scorecard."""
+    folds = min(folds, len(gold))
+    assigned = assign_folds(gold, folds)
+    features = _features(searcher, gold)
+    per_question: list[dict[str, float]] = [{} for _ in gold]
+    report = []
+    for fold in range(folds):
+        train = [f for f, a in zip(features, assigned) if a != fold]
+        if not any(ok for ok, _ in train):
+            raise ValueError(f"fold {fold + 1} of {folds}: the other folds hold no answerable question to calibrate on")
+        fitted = calibrate_features(train, max_false)
+        test = [i for i, a in enumerate(assigned) if a == fold]
+        for i in test:
+            per_question[i] = fitted["thresholds"]
+        report.append(
+            {
+                "questions": len(test),
+                "out_of_scope": sum(not gold[i]["expect"] for i in test),
+                "thresholds": fitted["thresholds"],
+            }
+        )
+    return per_question, {"method": f"{folds}-fold out of sample", "max_false": max_false, "folds": report}
+
+
+def scorecards(
+    searcher: Searcher,
+    gold: Sequence[Mapping[str, Any]],
+    modes: Sequence[str] = ("hybrid",),
+    calibration: str = "out-of-sample",
+    folds: int = FOLDS,
+) -> dict[str, dict[str, Any]]:
+    """One scorecard per mode (``evaluate``), each with a ``calibration`` entry saying how refusal
+    was judged: ``out-of-sample`` (the default: ``cross_validate``) or ``stored`` (the shard's own
+    thresholds, in sample when they were calibrated on ``gold``)."""
+    if calibration == "stored":
+        thresholds = None
+        how: dict[str, Any] = {"method": "stored", "thresholds": dict(searcher.calibration)}
+    elif calibration == "out-of-sample":
+        thresholds, how = cross_validate(searcher, gold, folds)
+    else:
+        raise ValueError(f"unknown calibration {calibration!r}; choose from {list(CALIBRATIONS)}")
+    return {mode: {**evaluate(searcher, gold, mode, thresholds), "calibration": how} for mode in modes}
+
+
 def calibrate(searcher: Searcher, gold: Sequence[Mapping[str, Any]], max_false: float = 0.10) -> dict[str, Any]:
     """Refusal thresholds from a gold set, for the evidence of a hybrid search.
 
@@ -114,7 +218,16 @@ def calibrate(searcher: Searcher, gold: Sequence[Mapping[str, Any]], max_false: 
     fewer answerable refused, then the lower thresholds). Each threshold is then lowered to the middle of the gap
     below it, which refuses the same gold questions but leaves a margin for questions not seen.
     Returns the calibration to store in ``index.calibration``."""
-    features = [(bool(row["expect"]), searcher.search(row["query"], k=1)["evidence"]) for row in gold]
+    return calibrate_features(_features(searcher, gold), max_false)
+
+
+def _features(searcher: Searcher, gold: Sequence[Mapping[str, Any]]) -> list[tuple[bool, dict[str, Any]]]:
+    """(answerable, evidence of a hybrid search) per gold question: what calibration fits."""
+    return [(bool(row["expect"]), searcher.rank(row["query"], k=1).evidence) for row in gold]
+
+
+def calibrate_features(features: Sequence[tuple[bool, Mapping[str, Any]]], max_false: float = 0.10) -> dict[str, Any]:
+    """``calibrate`` on precomputed (answerable, evidence) pairs."""
     if not any(ok for ok, _ in features):
         raise ValueError("calibration needs answerable questions in the gold set")
     keys = ("coverage", "numbers", "similarity")

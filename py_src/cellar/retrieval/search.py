@@ -67,7 +67,7 @@ TEXT_LIMIT = 1200  # characters of a neighbourhood entry
 MODES = ("bm25", "dense", "hybrid")
 # The values calibrated on ../shared/gold/dev.jsonl (52 answerable, 8 out-of-scope questions over
 # 221 public notebooks), used until `cellar index --calibrate GOLD` fits them to an archive.
-DEFAULT_CALIBRATION = {"min_coverage": 0.3565, "min_numbers": 0.75, "min_similarity": 0.5031}
+DEFAULT_CALIBRATION = {"min_coverage": 0.4305, "min_numbers": 0.75, "min_similarity": 0.5031}
 NUMBER = re.compile(r"^\d+(?:[.,]\d+)?$")
 NUMBER_IN_TEXT = re.compile(r"\d+(?:[.,]\d+)*")
 VALUE_WORDS = {"value", "how", "much", "many", "result", "get", "got", "hoeveel", "hoe", "groot", "welke", "number"}
