@@ -292,11 +292,12 @@ class Watch:
         self.hits: list[str] = []
         self.dialogs: list[str] = []
         self.errors: list[str] = []
-        self.foreign: list[str] = []
+        self.foreign: list[str] = []  # asked for (even if the policy then blocked it)
+        self.routed: list[str] = []  # got as far as the network
         self.responses: list = []
         self.context.route(
             re.compile(r"^(?!" + re.escape(self.origin) + r")https?://"),
-            lambda route: (self.foreign.append(route.request.url), route.fulfill(status=204))[-1],
+            lambda route: (self.routed.append(route.request.url), route.fulfill(status=204))[-1],
         )
         self.context.on("request", self.request)
         self.context.on("response", lambda response: self.responses.append(response))
@@ -325,7 +326,7 @@ class Watch:
     def assert_held(self) -> None:
         assert self.hits == [], f"hostile content ran: {self.hits}"
         assert self.dialogs == [], f"hostile content opened dialogs: {self.dialogs}"
-        assert self.foreign == [], f"requests to other origins: {self.foreign}"
+        assert self.foreign == [] and self.routed == [], f"requests to other origins: {self.foreign + self.routed}"
         assert self.errors == [], f"uncaught errors in the page: {self.errors}"
 
     def close(self) -> None:
@@ -549,3 +550,46 @@ def test_the_offline_copy_keeps_only_what_the_build_listed(watch, hostile_url):
     pages = [path for path, kind in cached if kind.startswith("text/html")]
     assert pages and all(path == "/" or path.endswith(".html") for path in pages), pages
     seen.assert_held()
+
+
+# What notebook code re-run in the tab (or a learner's code) could try through Pyodide's `js`.
+PROBE = """
+import js
+print("caches", hasattr(js, "caches"), "indexedDB", hasattr(js, "indexedDB"))
+for what, attempt in [
+    ("eval", lambda: js.eval("1")),
+    ("function", lambda: js.Function.new("return 1")),
+    ("xhr", lambda: (x := js.XMLHttpRequest.new(), x.open("GET", "http://evil.test/xhr", False), x.send())),
+]:
+    try:
+        attempt()
+        print(what, "allowed")
+    except Exception as error:
+        print(what, "refused")
+"""
+
+
+def test_python_in_the_tab_reaches_no_origin_storage_no_eval_and_no_other_host(watch, hostile_url):
+    seen = watch(hostile_url)
+    seen.page.goto(hostile_url)
+    seen.page.evaluate("() => window.cellar.ready")
+    result = seen.page.evaluate("(code) => cellar.call('cellar.site.bridge', 'run_code', code)", PROBE)
+    assert result["error"] is None, result
+    assert result["stdout"].split("\n")[:4] == [
+        "caches False indexedDB False",
+        "eval refused",
+        "function refused",
+        "xhr refused",
+    ]
+    assert seen.routed == [], seen.routed
+    # Nor can code start a worker of its own from a blob: URL, where a fresh scope would have them
+    # (the worker's policy is the page's: worker-src 'self').
+    started = seen.page.evaluate(
+        """() => new Promise((resolve) => {
+        const worker = new Worker(URL.createObjectURL(new Blob(["postMessage(typeof caches)"])));
+        worker.onmessage = ({ data }) => resolve(`ran: ${data}`);
+        worker.onerror = () => resolve("refused");
+        setTimeout(() => resolve("no answer"), 5000); })"""
+    )
+    assert started == "refused"
+    assert seen.page.evaluate("typeof caches") == "object"  # the page keeps its offline copy
