@@ -18,6 +18,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -434,11 +435,31 @@ def content_plan(bundles: Path, corpus: Path, shard: Path, rerendered: Path | No
             plan[f"lessons/{folder}/{name}"] = LESSONS / folder / name
     for path in archive_files(shard):
         plan[f"shard/{path.relative_to(shard).as_posix()}"] = path
-    for path in archive_files(corpus):  # the notebooks for the viewer, and inputs for re-rendering
+    for path in published_archive(corpus):  # the notebooks for the viewer, and inputs for re-rendering
         plan[f"archive/{path.relative_to(corpus).as_posix()}"] = path
     for path in archive_files(rerendered) if rerendered else []:  # fresh notebooks and report.json
-        plan[f"rendered/{path.relative_to(rerendered).as_posix()}"] = path
+        relative = path.relative_to(rerendered).as_posix()
+        if relative.lower().endswith(".ipynb") or relative == "report.json":
+            plan[f"rendered/{relative}"] = path
     return plan
+
+
+# What the site publishes of an archive: what its pages fetch as data, and nothing else.
+ARCHIVE_SETTINGS = ("pathmap.json", "requirements.txt", "rerender.json")
+BLOB_FILE = re.compile(r"blobs/sha256/[0-9a-f]{2}/[0-9a-f]{64}")
+
+
+def published(relative: str) -> bool:
+    """Whether the archive file at `relative` (a POSIX path) goes into site/archive/: notebooks
+    (the viewer shows and re-runs them), the path map, re-render settings and requirements at
+    the archive's root, and the content-addressed blobs (a re-render's inputs). Anything else
+    stays out: an archive's .html, .svg or .js would be a page or script on the site's origin."""
+    return relative.lower().endswith(".ipynb") or relative in ARCHIVE_SETTINGS or bool(BLOB_FILE.fullmatch(relative))
+
+
+def published_archive(corpus: Path) -> list[Path]:
+    """The archive files the site publishes (see `published`)."""
+    return [path for path in archive_files(corpus) if published(path.relative_to(corpus).as_posix())]
 
 
 def lesson_files() -> dict[str, list[str]]:

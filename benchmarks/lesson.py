@@ -21,7 +21,7 @@ from pathlib import Path
 from playwright.sync_api import sync_playwright
 
 from cellar.site.server import serve_in_background
-from chromium import CHROMIUM_ARGS, bare_site
+from chromium import CHROMIUM_ARGS, bare_site, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTION = (ROOT / "lessons/01-passages/solution.py").read_text(encoding="utf-8")
@@ -29,7 +29,7 @@ SOLUTION = (ROOT / "lessons/01-passages/solution.py").read_text(encoding="utf-8"
 
 def lesson_timings(page, url: str) -> dict[str, float]:
     page.goto(url)
-    page.wait_for_function("performance.getEntriesByName('cellar-editor-ready').length")
+    wait_for(page, "performance.getEntriesByName('cellar-editor-ready').length")
     editor = page.evaluate("() => performance.getEntriesByName('cellar-editor-ready')[0].startTime")
     page.evaluate("() => window.cellar.ready")
     python = page.evaluate("() => performance.now()")
@@ -38,8 +38,8 @@ def lesson_timings(page, url: str) -> dict[str, float]:
     item.locator(".verdict").evaluate("node => node.textContent = ''")
     started = time.perf_counter()
     item.locator("button.check").click()
-    page.wait_for_function(
-        "() => /Passed|Geslaagd/.test(document.querySelector('#checkpoint-word_chunks .verdict').textContent)"
+    wait_for(
+        page, "() => /Passed|Geslaagd/.test(document.querySelector('#checkpoint-word_chunks .verdict').textContent)"
     )
     check = (time.perf_counter() - started) * 1000
     return {"editor": editor, "python": python, "check": check}

@@ -34,7 +34,7 @@ from pathlib import Path
 from playwright.sync_api import sync_playwright
 
 from cellar.site.server import SiteRequestHandler
-from chromium import CHROMIUM_ARGS, bare_site
+from chromium import CHROMIUM_ARGS, bare_site, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT_MS = 180_000
@@ -62,7 +62,7 @@ def serve(root: Path) -> ThreadingHTTPServer:
 def first_result(page, url: str) -> tuple[float, float]:
     """(ms from navigation start to the drawn answer, the same moment as epoch ms)."""
     page.goto(url)
-    page.wait_for_function("document.body.dataset.firstResult", timeout=TIMEOUT_MS)
+    wait_for(page, "document.body.dataset.firstResult", timeout_ms=TIMEOUT_MS)
     at = float(page.evaluate("document.body.dataset.firstResult"))
     return at, page.evaluate("performance.timeOrigin") + at
 
@@ -76,7 +76,7 @@ def cellar_round(browser, server, query: str) -> dict:
     cold, at = first_result(page, url)
     sent = sum(size for started, size, _ in server.sent if started <= at)
     page.evaluate("() => navigator.serviceWorker.ready")  # the offline copy, made after the first result
-    page.wait_for_function("navigator.serviceWorker.controller !== null")
+    wait_for(page, "navigator.serviceWorker.controller !== null")
     reload1, _ = first_result(page, url)
     reload2, _ = first_result(page, url)
     context.close()
@@ -100,7 +100,7 @@ def latencies(browser, server, queries: list[str]) -> dict:
     page = context.new_page()
     page.set_default_timeout(TIMEOUT_MS)
     page.goto(f"http://127.0.0.1:{server.server_port}/")
-    page.wait_for_function("document.body.dataset.searchReady === 'true'", timeout=TIMEOUT_MS)
+    wait_for(page, "document.body.dataset.searchReady === 'true'", timeout_ms=TIMEOUT_MS)
     passes = page.evaluate(
         """async (queries) => {
         const passes = [];

@@ -8,7 +8,7 @@
 import { startCellar } from "./cellar-client.js";
 import { searchClient } from "./search-client.js";
 import { registerOffline } from "./offline.js";
-import { renderMarkdown } from "./bundles/notebook.js";
+import { renderTable } from "./bundles/notebook.js";
 import { $, element, STAGE_NAMES } from "./ui.js";
 
 const STAGES = { ...STAGE_NAMES.en, ready: "Ready" };  // ready here: the index is open too
@@ -279,7 +279,7 @@ function table(text) {
   const rows = lines.filter((line) => line.startsWith("|"));
   const rest = lines.filter((line) => !line.startsWith("|") && line.trim());
   const wrap = element("div", { className: "table-wrap" });
-  wrap.innerHTML = renderMarkdown(rows.join("\n"));
+  wrap.innerHTML = renderTable(rows.join("\n"));
   return element("figure", { className: "table-hit" }, wrap,
     rest.length ? element("figcaption", { textContent: rest.join(" ") }) : null);
 }

@@ -13,6 +13,13 @@
 // the cache first. Everything else goes to the network first, so a rebuilt wheel, shard or page
 // shows at once (the dev server asks for revalidation on every request), and falls back to the
 // cache when the network fails: offline, or the server stopped.
+//
+// What is cached: only the URLs the build lists (the install above fills the cache with exactly
+// those, so a URL is listed when the cache holds it), and only responses that are ok, from this
+// origin, not redirected and of the type their name calls for (`expected`): a page as HTML, a
+// script as JavaScript, and nothing else as anything a browser would run or show as a page.
+// Notebook code that runs in the tab (the viewer's re-render) can fetch any URL of the site; what
+// it gets back never enters the cache.
 
 const VERSION = new URL(self.location.href).searchParams.get("build") ?? "unversioned";
 const CACHE = `cellar-${VERSION}`;
@@ -66,14 +73,36 @@ async function siteFiles() {
   };
 }
 
+// Whether `response` may be kept for `url`: ok, same-origin, not redirected, of the expected type.
+function cacheable(url, response) {
+  if (!response.ok || response.type !== "basic" || response.redirected) return false;
+  return expected(url.pathname)((response.headers.get("content-type") ?? "").split(";")[0].trim().toLowerCase());
+}
+
+const ACTIVE = /html|xml|javascript|ecmascript|svg|text\/css/;
+function expected(path) {
+  if (path.endsWith("/") || path.endsWith(".html")) return (type) => type === "text/html";
+  if (/\.m?js$/.test(path)) return (type) => /^(text|application)\/(javascript|ecmascript)$/.test(type);
+  if (path.endsWith(".css")) return (type) => type === "text/css";
+  if (path.endsWith(".wasm")) return (type) => type === "application/wasm";
+  return (type) => !ACTIVE.test(type);  // data: JSON, wheels, arrays, notebooks, blobs
+}
+
+async function keep(cache, path) {
+  const url = new URL(path, SITE);
+  const response = await fetch(url, { cache: "no-cache" });
+  if (!cacheable(url, response)) throw new Error(`${path}: not kept offline (${response.status} ${response.headers.get("content-type")})`);
+  await cache.put(url, response);
+}
+
 self.addEventListener("install", (event) => {
   self.skipWaiting();
   event.waitUntil((async () => {
     const cache = await caches.open(CACHE);
     const { needed, notebooks } = await siteFiles();
-    await cache.addAll(needed.map((path) => new URL(path, SITE)));
+    await Promise.all(needed.map((path) => keep(cache, path)));
     // A notebook missing from the archive leaves the viewer without it, not the site without search.
-    await Promise.all(notebooks.map((path) => cache.add(new URL(path, SITE)).catch(() => {})));
+    await Promise.all(notebooks.map((path) => keep(cache, path).catch(() => {})));
   })());
 });
 
@@ -92,13 +121,16 @@ self.addEventListener("fetch", (event) => {
   event.respondWith(url.pathname.startsWith(RUNTIME) ? cacheFirst(request) : networkFirst(event));
 });
 
+// A cached copy of a listed URL (pages without their query: viewer.html?path=... is viewer.html),
+// if it is still of the expected type; else undefined.
+async function listed(cache, request) {
+  const cached = await cache.match(request, { ignoreSearch: request.mode === "navigate" });
+  return cached && cacheable(new URL(request.url), cached) ? cached : undefined;
+}
+
 async function cacheFirst(request) {
   const cache = await caches.open(CACHE);
-  const cached = await cache.match(request);
-  if (cached) return cached;
-  const response = await fetch(request);
-  if (response.status === 200) await cache.put(request, response.clone());
-  return response;
+  return (await listed(cache, request)) ?? fetch(request);  // a URL the build did not list is not kept
 }
 
 async function networkFirst(event) {
@@ -108,19 +140,20 @@ async function networkFirst(event) {
   try {
     response = await fetch(request);
   } catch (error) {
-    // Pages are cached without their query (viewer.html?path=... is viewer.html).
-    const cached = await cache.match(request, { ignoreSearch: request.mode === "navigate" });
+    const cached = await listed(cache, request);
     if (cached) return cached;
     throw error;
   }
-  if (response.status === 200) event.waitUntil(remember(cache, request, response.clone()));
+  const url = new URL(request.url);
+  if (!url.search && cacheable(url, response)) event.waitUntil(remember(cache, request, response.clone()));
   return response;
 }
 
-// Keep a fresh copy, but write a large file (a wheel, the runtime) only when it changed.
+// Keep a fresh copy of a listed URL, but write a large file (a wheel) only when it changed.
 async function remember(cache, request, response) {
   const cached = await cache.match(request);
+  if (!cached) return;  // not in the build's list
   const same = (name) => cached.headers.get(name) !== null && cached.headers.get(name) === response.headers.get(name);
-  if (cached && same("last-modified") && same("content-length")) return;
+  if (same("last-modified") && same("content-length")) return;
   await cache.put(request, response);
 }

@@ -21,6 +21,17 @@
 
 import { loadPyodide } from "./pyodide/pyodide.mjs";
 
+// Python here runs archive notebooks (the viewer's re-render) and learners' code, and Pyodide's
+// `js` module hands it this worker's globals. Origin storage goes before any of it runs: the
+// offline copy (CacheStorage) holds what the pages trust as the site's own files, and IndexedDB
+// is origin storage too. Neither is used here. (The page's policy keeps the worker's fetches on
+// the site and lets it start no worker from a blob: or data: URL, where these would come back.)
+for (let scope = self; scope; scope = Object.getPrototypeOf(scope)) {
+  for (const name of ["caches", "indexedDB"]) {
+    if (Object.hasOwn(scope, name)) delete scope[name];
+  }
+}
+
 const started = performance.now();
 const elapsed = () => Math.round(performance.now() - started);
 const stage = (name) => postMessage({ type: "stage", stage: name, t: elapsed() });

@@ -7,11 +7,12 @@ installs it when missing, and without it these tests fail saying how to get it.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Error, Page, sync_playwright
 
 from cellar.site.server import serve_in_background
 
@@ -30,6 +31,28 @@ CHROMIUM_ARGS = [
 ]
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-results" / "screenshots"
 BOOT_TIMEOUT_MS = 120_000
+
+
+def wait_for(page: Page, expression: str, arg: object = None, timeout: float = BOOT_TIMEOUT_MS) -> object:
+    """`page.wait_for_function` that works under the site's Content-Security-Policy: Playwright's
+    own evaluates the expression with the page's `eval`, which the policy forbids; this one polls
+    through `page.evaluate` (the DevTools protocol, which the policy does not govern). The
+    expression is a function of `arg` ("q => ...") or a plain expression; returns its first truthy
+    value."""
+    function = expression if "=>" in expression else f"() => ({expression})"
+    deadline = time.monotonic() + timeout / 1000
+    while True:
+        try:
+            value = page.evaluate(function, arg)
+        except Error as error:  # a navigation replaced the page's context meanwhile: ask again
+            if "context was destroyed" not in str(error) and "navigat" not in str(error):
+                raise
+            value = None
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{expression} still false after {timeout / 1000:.0f} s")
+        page.wait_for_timeout(100)
 
 
 @pytest.fixture(scope="session")

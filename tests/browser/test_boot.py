@@ -1,6 +1,7 @@
 """The home page boots Python in a worker, shows progress, the versions and live revisions."""
 
 from playwright.sync_api import expect
+from tests.browser.conftest import wait_for
 
 import cellar
 from cellar.ingest.provenance import revision
@@ -20,7 +21,7 @@ def test_page_shows_progress_then_python_and_cellar_versions(page, site_url, scr
 
 def test_typed_text_gets_its_revision_from_python(page, site_url, screenshot):
     page.goto(site_url)
-    page.wait_for_function("document.body.dataset.ready === 'true'")
+    wait_for(page, "document.body.dataset.ready === 'true'")
     text = "Ballastwater achterpiek: 1284.6 m³\n"
     page.fill("#revision-input", text)
     expect(page.locator("#revision-output")).to_have_text(revision(text))

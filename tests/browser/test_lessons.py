@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
-from tests.browser.conftest import BOOT_TIMEOUT_MS, SCREENSHOTS
+from tests.browser.conftest import BOOT_TIMEOUT_MS, SCREENSHOTS, wait_for
 
 expect.set_options(timeout=30_000)
 
@@ -32,7 +32,7 @@ def lesson(browser, site_url) -> Iterator[Page]:
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
     page.goto(f"{site_url}lesson.html?lesson=01-passages")
-    page.wait_for_function("window.cellar && window.workbench")
+    wait_for(page, "window.cellar && window.workbench")
     page.evaluate("() => window.cellar.ready")
     yield page
     context.close()
@@ -53,7 +53,7 @@ def type_code(page: Page, code: str) -> None:
 
 
 def expect_editor_text(page: Page, code: str) -> None:
-    page.wait_for_function("code => window.workbench.editor.getText() === code", arg=code)
+    wait_for(page, "code => window.workbench.editor.getText() === code", arg=code)
 
 
 def check(page: Page, checkpoint: str):
@@ -100,7 +100,7 @@ def test_the_sample_solution_runs_passes_every_checkpoint_and_progress_survives_
     shot(lesson, "lesson-1-passed")
 
     lesson.reload()
-    lesson.wait_for_function("window.workbench")
+    wait_for(lesson, "window.workbench")
     expect(lesson.locator("#progress")).to_have_text("3 / 3")
     expect_editor_text(lesson, SOLUTION)
     expect(lesson.locator("#checkpoint-chunk_coverage .badge")).to_have_text("✓ Passed")

@@ -13,7 +13,7 @@ from urllib.parse import quote
 
 import pytest
 from playwright.sync_api import expect
-from tests.browser.conftest import BOOT_TIMEOUT_MS
+from tests.browser.conftest import BOOT_TIMEOUT_MS, wait_for
 
 from cellar.cli import main
 from cellar.rerender.pyodide_host import PyodideHost
@@ -48,13 +48,13 @@ def open_viewer(page, site_url: str, path: str) -> list[str]:
     requests: list[str] = []
     page.on("request", lambda request: requests.append(request.url))
     page.goto(f"{site_url}viewer.html?path={quote(path)}")
-    page.wait_for_function("document.body.dataset.rendered === 'true'", timeout=BOOT_TIMEOUT_MS)
+    wait_for(page, "document.body.dataset.rendered === 'true'", timeout=BOOT_TIMEOUT_MS)
     return requests
 
 
 def rerender(page) -> str:
     page.get_by_role("button", name="Re-render in this tab").click()
-    page.wait_for_function("document.body.dataset.rerendered", timeout=RERENDER_TIMEOUT_MS)
+    wait_for(page, "document.body.dataset.rerendered", timeout=RERENDER_TIMEOUT_MS)
     return page.evaluate("document.body.dataset.rerendered")
 
 
@@ -83,7 +83,7 @@ def in_tab(page, path: str, texts: dict, file_url: str | None = None) -> dict:
 def test_the_fuel_notebook_drifts_in_the_tab_exactly_as_under_node(page, site, site_url, screenshot, node_fuel):
     node_file, node_entry = node_fuel
     requests = open_viewer(page, site_url, FUEL)
-    page.wait_for_function("document.body.dataset.built", timeout=BOOT_TIMEOUT_MS)
+    wait_for(page, "document.body.dataset.built", timeout=BOOT_TIMEOUT_MS)
     assert not [url for url in requests if "pandas" in url or "matplotlib" in url], (
         "pandas and matplotlib load only for a re-render in the tab"
     )
@@ -113,8 +113,9 @@ def test_the_fuel_notebook_drifts_in_the_tab_exactly_as_under_node(page, site, s
 
     # The same code under Node and in Chromium: the fresh notebook is the same to the byte, and
     # strings hash alike (so sets iterate in the same order).
-    fresh = page.evaluate("fetch(document.getElementById('rerender-download').href).then(r => r.text())")
-    assert fresh == node_file.read_text(encoding="utf-8")
+    with page.expect_download() as download:  # (the page's policy lets it fetch nothing but the site)
+        page.locator("#rerender-download").click()
+    assert Path(download.value.path()).read_text(encoding="utf-8") == node_file.read_text(encoding="utf-8")
     with PyodideHost(site / "pyodide", packages=[]) as host:
         in_node = host.run("hash('cellar')")
     assert (
@@ -138,7 +139,7 @@ def test_the_viewer_shows_the_rerender_made_when_the_site_was_built(page, site, 
     }
     # Drifted: the build's fresh outputs (which the index holds) beside the saved ones, at once.
     open_viewer(page, site_url, FUEL)
-    page.wait_for_function("document.body.dataset.built", timeout=BOOT_TIMEOUT_MS)
+    wait_for(page, "document.body.dataset.built", timeout=BOOT_TIMEOUT_MS)
     assert page.evaluate("document.body.dataset.built") == report[FUEL]["status"] == "drifted"
     expect(page.locator("#built-status .status")).to_have_text("drifted")
     assert {cell for cell, badge in badges(page).items() if badge == "drifted"} == {
@@ -150,11 +151,11 @@ def test_the_viewer_shows_the_rerender_made_when_the_site_was_built(page, site, 
     screenshot("viewer-built-fuel")
     # Clean: the status line only; stale: the reason, and the cell that failed at build time.
     open_viewer(page, site_url, BALLAST)
-    page.wait_for_function("document.body.dataset.built", timeout=BOOT_TIMEOUT_MS)
+    wait_for(page, "document.body.dataset.built", timeout=BOOT_TIMEOUT_MS)
     expect(page.locator("#built-status .status")).to_have_text("clean")
     expect(page.locator(".compare")).to_have_count(0)
     open_viewer(page, site_url, DIEPGANG)
-    page.wait_for_function("document.body.dataset.built", timeout=BOOT_TIMEOUT_MS)
+    wait_for(page, "document.body.dataset.built", timeout=BOOT_TIMEOUT_MS)
     expect(page.locator("#built-status .reason")).to_contain_text("diepgangen_22031.csv")
     assert "failed" in badges(page).values()
 
@@ -172,7 +173,9 @@ def test_a_runaway_cell_is_stopped_at_its_time_limit_and_the_page_stays_usable(p
             for source in ("x = 0\nwhile True:\n    x += 1", "print('after')")
         ],
     }
-    url = "data:application/json," + quote(json.dumps(notebook))
+    # Served at a URL of the site (the page's policy lets it fetch nothing else), by the browser.
+    url = f"{site_url}runaway-test.ipynb"
+    page.context.route(url, lambda route: route.fulfill(content_type="application/json", body=json.dumps(notebook)))
     page.evaluate(
         """([url, lock]) => { window.run = cellar.callWith(
         { files: { "/archive/runaway.ipynb": url, [lock]: "pyodide/pyodide-lock.json" }, packages: ["ipython", "matplotlib", "pandas"] },

@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 from playwright.sync_api import expect
-from tests.browser.conftest import BOOT_TIMEOUT_MS, SCREENSHOTS
+from tests.browser.conftest import BOOT_TIMEOUT_MS, SCREENSHOTS, wait_for
 
 from cellar.retrieval.embedding import default_model
 from cellar.retrieval.search import Filters, Searcher
@@ -28,7 +28,7 @@ OUT_OF_SCOPE = [
 
 
 def answered(page, query: str) -> None:
-    page.wait_for_function("q => document.body.dataset.answered === q", arg=query, timeout=BOOT_TIMEOUT_MS)
+    wait_for(page, "q => document.body.dataset.answered === q", arg=query, timeout=BOOT_TIMEOUT_MS)
 
 
 def first_paths(page) -> list[str]:
@@ -71,7 +71,7 @@ def test_a_question_typed_while_python_boots_finds_the_table_and_its_citation_op
     assert query["path"] == [BALLAST_NOTEBOOK]
     cell = int(query["cell"][0])
     link.click()
-    page.wait_for_function("document.body.dataset.rendered === 'true'", timeout=BOOT_TIMEOUT_MS)
+    wait_for(page, "document.body.dataset.rendered === 'true'", timeout=BOOT_TIMEOUT_MS)
     cited = page.locator(f"#cell-{cell}")
     expect(cited).to_have_class("cell cell-code cited")
     expect(cited).to_be_focused()
@@ -89,7 +89,7 @@ def test_a_question_typed_while_python_boots_finds_the_table_and_its_citation_op
 
 def test_the_page_answers_as_cpython_refuses_filters_and_speaks_dutch(page, site_url, screenshot, cpython_searcher):
     page.goto(site_url)
-    page.wait_for_function("document.body.dataset.searchReady === 'true'", timeout=BOOT_TIMEOUT_MS)
+    wait_for(page, "document.body.dataset.searchReady === 'true'", timeout=BOOT_TIMEOUT_MS)
 
     # The API answers what CPython answers over the same shard (timings and page extras aside).
     def strip(items: list[dict]) -> list[dict]:
@@ -168,7 +168,7 @@ def test_the_page_answers_as_cpython_refuses_filters_and_speaks_dutch(page, site
 
 def test_results_carry_the_rerender_status_fresh_outputs_and_the_stale_warning(page, site_url, screenshot):
     page.goto(site_url)
-    page.wait_for_function("document.body.dataset.searchReady === 'true'", timeout=BOOT_TIMEOUT_MS)
+    wait_for(page, "document.body.dataset.searchReady === 'true'", timeout=BOOT_TIMEOUT_MS)
     box = page.get_by_label("Search the archive")
     # The fuel notebook drifted when the site was built (a corrected input): the fresh total is
     # what is found and shown, not the saved one.
@@ -205,7 +205,7 @@ def test_after_the_first_visit_search_and_viewer_work_with_the_server_stopped(br
         page.goto(f"{url}?q={BALLAST}")
         answered(page, BALLAST)
         page.evaluate("() => navigator.serviceWorker.ready")
-        page.wait_for_function("navigator.serviceWorker.controller !== null")
+        wait_for(page, "navigator.serviceWorker.controller !== null")
         expect(page.locator("#offline-status")).to_contain_text("offline use")
     finally:
         server.shutdown()
@@ -219,7 +219,7 @@ def test_after_the_first_visit_search_and_viewer_work_with_the_server_stopped(br
     answered(page, "GZ-kromme vrachtschip")
     assert first_paths(page)[0] == "2016/16-008 Stabiliteit/gz_kromme_16008.ipynb"
     page.locator("#notebooks .hit.kind-plot a.cite").first.click()
-    page.wait_for_function("document.body.dataset.rendered === 'true'")
+    wait_for(page, "document.body.dataset.rendered === 'true'")
     expect(page.locator(".cell.cited .output img")).to_be_visible()
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / "viewer-offline.png"))

@@ -98,3 +98,21 @@ def test_package_closure_follows_dependencies_across_name_spellings(runtime):
     assert "prompt_toolkit" in closure or "prompt-toolkit" in closure
     with pytest.raises(build.BuildError, match="not in the Pyodide"):
         build.package_closure(lock, ("no-such-package",))
+
+
+def test_the_site_publishes_only_what_its_pages_fetch_of_the_archive():
+    digest = "0" * 64
+    for name in (
+        "a/b c.ipynb",
+        "X.IPYNB",
+        "pathmap.json",
+        "requirements.txt",
+        "rerender.json",
+        f"blobs/sha256/00/{digest}",
+    ):
+        assert build.published(name), name
+    for name in (
+        "page.html", "a/page.htm", "x.xhtml", "logo.svg", "app.js", "mod.mjs", "README.md", "notes.txt",
+        "a/pathmap.json", f"blobs/sha256/00/{digest}.html", "blobs/sha256/00/short", f"a/blobs/sha256/00/{digest}",
+    ):  # fmt: skip
+        assert not build.published(name), name

@@ -6,6 +6,8 @@ import urllib.request
 
 import pytest
 
+from cellar.site.server import content_security_policy
+
 
 @pytest.fixture
 def served(site):
@@ -45,3 +47,24 @@ def test_refuses_a_directory_without_a_site(tmp_path):
     result = subprocess.run([sys.executable, "-m", "cellar", "serve", str(tmp_path)], capture_output=True, text=True)
     assert result.returncode == 1
     assert "no index.html" in result.stderr and str(tmp_path) in result.stderr
+
+
+def test_every_response_carries_the_policy_and_nosniff(served):
+    for page in ("", "viewer.html", "lesson.html", "build.json", "pyodide/pyodide.mjs"):
+        headers, _ = fetch(served + page)
+        assert headers["Content-Security-Policy"] == content_security_policy(page or "index.html"), page
+        assert headers["X-Content-Type-Options"] == "nosniff", page
+    assert "'unsafe-inline'" not in content_security_policy("viewer.html")
+    assert "frame-ancestors 'none'" in content_security_policy("index.html")
+    assert "frame-ancestors" not in content_security_policy("index.html", meta=True)
+
+
+def test_archive_files_are_served_as_data(served, site):
+    notebook = next(path for path in (site / "archive").rglob("*.ipynb"))
+    headers, _ = fetch(served + "archive/" + urllib.request.pathname2url(str(notebook.relative_to(site / "archive"))))
+    assert headers["Content-Type"] == "application/json"
+    assert headers["Content-Disposition"] == "attachment"
+    assert "sandbox" in headers["Content-Security-Policy"]
+    blob = next(path for path in (site / "archive/blobs").rglob("*") if path.is_file())
+    headers, _ = fetch(served + "archive/" + blob.relative_to(site / "archive").as_posix())
+    assert headers["Content-Type"] == "application/octet-stream"

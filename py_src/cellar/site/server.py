@@ -4,14 +4,64 @@ Any static host serves the site; this one adds what a local preview needs: the r
 for `.mjs` and `.wasm`, revalidation on every request (so a rebuilt wheel is never served stale),
 and the cross-origin isolation headers that let the tab interrupt runaway Python code through a
 SharedArrayBuffer (without them the page falls back to restarting its worker).
+
+It also holds the site against hostile archive content: every response carries the site's
+Content-Security-Policy (`CONTENT_SECURITY_POLICY`; each page repeats it in a `<meta>` for hosts
+that send no headers) and `X-Content-Type-Options: nosniff`, and whatever lies under the
+archive's folders (`DATA_FOLDERS`: notebooks, path map, blobs, fresh notebooks) is served as data
+that no browser runs or shows as a page: JSON, plain text or `application/octet-stream`, as an
+attachment, in a sandbox.
 """
 
 from __future__ import annotations
 
 import functools
+import posixpath
 import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from os import PathLike
+from urllib.parse import unquote, urlsplit
+
+# The policy of every page. Scripts only from the site itself (no inline script, no eval) and
+# WebAssembly compilation for Pyodide; fetches, images (besides data: and blob: URIs, which the
+# viewer draws notebook images from) and styles only from the site; no forms, plugins, <base> or
+# framing. Pages repeat it (without frame-ancestors, which a <meta> cannot carry) in
+# <meta http-equiv="Content-Security-Policy">; tests/browser/test_hostile_content.py checks both.
+CSP_DIRECTIVES = (
+    "default-src 'self'",
+    "script-src 'self' 'wasm-unsafe-eval'",
+    "style-src 'self'",
+    "connect-src 'self'",
+    "img-src 'self' data: blob:",
+    "worker-src 'self'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+    "base-uri 'none'",
+    "object-src 'none'",
+)
+# The lesson workbench's editor (CodeMirror) writes its theme into a <style> element, which
+# style-src 'self' blocks; that page shows no archive content, so it alone allows inline styles.
+# The pages that show archive content (search, viewer) keep style-src 'self': notebook HTML can
+# bring no style of its own (the sanitiser drops <style> and style attributes besides).
+PAGE_DIRECTIVES = {"lesson.html": {"style-src": "style-src 'self' 'unsafe-inline'"}}
+
+
+def content_security_policy(page: str = "index.html", meta: bool = False) -> str:
+    """The policy of the site's `page` (a file name such as "viewer.html"), as the header sends it,
+    or as its <meta http-equiv> carries it (`meta`: without frame-ancestors)."""
+    changes = PAGE_DIRECTIVES.get(page, {})
+    directives = [changes.get(directive.split()[0], directive) for directive in CSP_DIRECTIVES]
+    return "; ".join(d for d in directives if not (meta and d.startswith("frame-ancestors")))
+
+
+CONTENT_SECURITY_POLICY = content_security_policy()
+
+# Folders of the site that hold archive content (and the build's re-render of it): data for the
+# pages' scripts, never a page, whatever a file's name says.
+DATA_FOLDERS = ("archive", "rendered")
+DATA_TYPES = {".ipynb": "application/json", ".json": "application/json", ".txt": "text/plain; charset=utf-8"}
+# A data file opened directly gets nothing to run and no origin.
+DATA_POLICY = "default-src 'none'; sandbox; frame-ancestors 'none'"
 
 
 class SiteRequestHandler(SimpleHTTPRequestHandler):
@@ -25,11 +75,29 @@ class SiteRequestHandler(SimpleHTTPRequestHandler):
         ".npy": "application/octet-stream",
     }
 
+    def is_data(self) -> bool:
+        """Whether the request names a file under one of `DATA_FOLDERS`."""
+        parts = posixpath.normpath(unquote(urlsplit(self.path).path)).split("/")
+        return len(parts) > 1 and parts[1] in DATA_FOLDERS
+
+    def guess_type(self, path: str | PathLike[str]) -> str:
+        if self.is_data():
+            return DATA_TYPES.get(posixpath.splitext(str(path))[1].lower(), "application/octet-stream")
+        return super().guess_type(path)
+
     def end_headers(self) -> None:
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Cross-Origin-Opener-Policy", "same-origin")
         self.send_header("Cross-Origin-Embedder-Policy", "require-corp")
         self.send_header("Cross-Origin-Resource-Policy", "same-origin")
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("Referrer-Policy", "same-origin")
+        if self.is_data():
+            self.send_header("Content-Security-Policy", DATA_POLICY)
+            self.send_header("Content-Disposition", "attachment")
+        else:
+            page = posixpath.basename(urlsplit(self.path).path) or "index.html"
+            self.send_header("Content-Security-Policy", content_security_policy(page))
         super().end_headers()
 
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib signature
