@@ -280,6 +280,19 @@ def test_a_kind_filter_shows_that_kind_but_judges_the_whole_notebook(demo):
     assert table_cosine < demo.calibration["min_similarity"] <= tables["evidence"]["similarity"]
 
 
+def test_the_ballast_question_opens_with_the_per_group_table(demo):
+    """Issue 14: the per-group volumes (aft 1284.6, forepeak 412.1, midship 2106.3), the cell
+    under the heading "Ballast volume per tank group", are the first hit and the first table,
+    with the per-tank table shown beside it when only tables are asked for (the code chunks,
+    which lift the per-group cell, are then no candidates)."""
+    answer = demo.search(BALLAST, k=3)
+    hits = answer["notebooks"][0]["hits"]
+    assert paths(answer)[0] == BALLAST_NOTEBOOK and hits[0]["cell"] == 5 and hits[0]["kind"] == "table"
+    assert "1284.6" in hits[0]["quote"] and "2106.3" in hits[0]["quote"]
+    tables = demo.search(BALLAST, k=3, filters=Filters(kinds=("table",)))["notebooks"][0]["hits"]
+    assert {5, 3} <= {hit["cell"] for hit in tables}
+
+
 def test_a_year_the_notebook_is_filed_under_counts_as_held(demo):
     """The weight estimate's text never writes its year, 2019, which its metadata holds: the
     question naming that year is answered, with the year filter or without; a year the

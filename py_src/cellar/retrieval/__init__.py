@@ -7,6 +7,7 @@ distill      all-MiniLM-L6-v2 -> that static model (`cellar model distill`, need
 index        chunk records (+ a re-render report) -> an Index in memory
 shard        an Index <-> files on disk, verified against the manifest's hashes
 search       a question -> the answer contract (cellar.records.Answer), or a refusal
+answer_cell  a question and a notebook's scored chunks -> its hits, the answer cell first
 fusion       rankings -> one ranking by reciprocal rank
 evaluation   a gold set -> a scorecard, and the refusal calibration
 """

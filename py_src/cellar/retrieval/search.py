@@ -34,7 +34,8 @@ The query path runs in a browser worker, so it uses NumPy alone:
    The evidence is the best notebook's as a whole: filters choose which notebook is best and
    which of its chunks are shown, never whether it answers (``Searcher._evidence``).
 5. the answer contract of DESIGN.md, with a neighbourhood per notebook: the heading above the
-   best hit, its cell, the next two cells and their outputs.
+   first hit, its cell, the next two cells and their outputs; the hits in the order of
+   ``answer_cell.order_hits`` (for a value or locate question the answer cell first).
 
 Steps 1-4 read the index's arrays alone; step 5 reads chunk records, one fragment per notebook
 shown. ``Searcher.search`` is ``answer(rank(...))``: a browser that fetches fragments on demand
@@ -53,6 +54,7 @@ import numpy as np
 
 from cellar.records import KINDS, Answer, Hit, NeighbourhoodEntry, NotebookResult
 from cellar.retrieval.analysis import Analyzer
+from cellar.retrieval.answer_cell import intent, order_hits
 from cellar.retrieval.embedding import StaticModel
 from cellar.retrieval.index import Index
 
@@ -126,6 +128,7 @@ class Ranking:
     evidence: dict[str, Any]
     refused: bool
     timings_ms: dict[str, float]
+    kinds: tuple[str, ...] = ()  # the kinds the filters let through (all when empty)
 
     @property
     def needs(self) -> tuple[int, ...]:
@@ -190,14 +193,21 @@ class Searcher:
         evidence = self._evidence(query, terms, ranked[0][0] if ranked else None, cosine)
         refused = self._refuse(evidence, ranked)
         clock.lap("fuse")
-        return Ranking(query, mode, tuple(dict.fromkeys(terms)), tuple(ranked[:k]), evidence, refused, clock.laps)
+        return Ranking(
+            query, mode, tuple(dict.fromkeys(terms)), tuple(ranked[:k]), evidence, refused, clock.laps, filters.kinds
+        )
 
     def answer(self, ranking: Ranking) -> Answer:
         """The second phase of ``search``: the answer contract, reading the fragments of
         ``ranking.needs`` (and no others)."""
         start = time.perf_counter()
         refused, evidence = ranking.refused, ranking.evidence
-        shown = [self._notebook(n, score, chunks) for n, score, chunks in ranking.notebooks if n in ranking.needs]
+        asks = intent(ranking.query)
+        shown = [
+            self._notebook(n, score, chunks, asks, ranking.kinds)
+            for n, score, chunks in ranking.notebooks
+            if n in ranking.needs
+        ]
         timings = {**ranking.timings_ms, "fragments": round((time.perf_counter() - start) * 1000, 3)}
         answer: Answer = {
             "query": ranking.query,
@@ -330,12 +340,19 @@ class Searcher:
                 reason += f" but is not close in meaning (similarity {similarity:.2f})"
         return reason
 
-    def _notebook(self, n: int, score: float, rows: Sequence[tuple[int, float]]) -> NotebookResult:
+    def _notebook(
+        self, n: int, score: float, rows: Sequence[tuple[int, float]], asks: str = "locate", kinds: Sequence[str] = ()
+    ) -> NotebookResult:
+        """Notebook ``n``'s entry of the answer; its hits in ``answer_cell.order_hits``'s order for
+        a question that ``asks`` for a value, a place or an explanation, of the ``kinds`` a filter
+        lets through (all when empty)."""
         entry = self.index.notebooks[n]
         records = self.fragment(n)
         start = entry["start"]
         hits: list[Hit] = []
-        for row, chunk_score in _diverse(rows, self.index.chunk_kind)[:HITS_PER_NOTEBOOK]:
+        for row, chunk_score in order_hits(rows, records, start, self.index.chunk_kind, asks, kinds)[
+            :HITS_PER_NOTEBOOK
+        ]:
             record = records[row - start]
             hit: Hit = {
                 "chunk_id": record["id"], "kind": record["kind"], "cell": record["cell"],
@@ -436,18 +453,6 @@ def _share(weighted_terms: Iterable[tuple[float, str]], present: Mapping[str, bo
     pairs = list(weighted_terms)
     total = sum(w for w, _ in pairs)
     return round(sum(w for w, t in pairs if present[t]) / total, 4) if total else 0.0
-
-
-def _diverse(chunks: Sequence[tuple[int, float]], kinds: np.ndarray) -> list[tuple[int, float]]:
-    """A notebook's chunks (best first) reordered so that the best of each kind comes first, in
-    score order, then the rest: the hits show the markdown, code and output that match rather
-    than five windows of one kind (the heading text that every chunk under it carries makes
-    same-kind windows crowd the top)."""
-    firsts: dict[int, tuple[int, float]] = {}
-    for chunk in chunks:
-        firsts.setdefault(int(kinds[chunk[0]]), chunk)
-    leaders = list(firsts.values())
-    return leaders + [chunk for chunk in chunks if chunk not in leaders]
 
 
 def refuses(evidence: Mapping[str, Any], thresholds: Mapping[str, float]) -> bool:
