@@ -71,7 +71,7 @@ MODES = ("bm25", "dense", "hybrid")
 TRANSLATION_WEIGHT = 0.5  # BM25 weight of a Dutch word's English translations (bilingual.Reading)
 # The values calibrated on ../shared/gold/dev.jsonl (52 answerable, 8 out-of-scope questions over
 # 221 public notebooks), used until `cellar index --calibrate GOLD` fits them to an archive.
-DEFAULT_CALIBRATION = {"min_coverage": 0.4305, "min_numbers": 0.75, "min_similarity": 0.5031}
+DEFAULT_CALIBRATION = {"min_coverage": 0.4305, "min_numbers": 0.75, "min_similarity": 0.5036}
 NUMBER = re.compile(r"^\d+(?:[.,]\d+)?$")
 NUMBER_IN_TEXT = re.compile(r"\d+(?:[.,]\d+)*")
 VALUE_WORDS = {"value", "how", "much", "many", "result", "get", "got", "hoeveel", "hoe", "groot", "welke", "number"}
