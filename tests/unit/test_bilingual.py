@@ -27,7 +27,7 @@ TABLE = {
     "snelheid": ("speed",),
     "verdeling": ("distribution",),
 }
-ENGLISH = {"harmonic", "thermal", "wind", "broadcasting", "bar", "pressure", "loss"}
+ENGLISH = {"harmonic", "thermal", "wind", "broadcasting", "bar", "pressure", "loss", "median", "numerical", "meter"}
 
 
 def dictd(tmp_path, entries: dict[str, str]):
@@ -84,6 +84,9 @@ def test_a_dictd_dictionary_is_cut_to_the_vocabulary(tmp_path):
         ("windsnelheidsverdeling", ("distribution", "speed", "wind")),  # three parts, a linking s
         ("harmonische", ("harmonic",)),  # a cognate
         ("thermisch", ("thermal",)),
+        ("numerieke", ("numerical",)),
+        ("mediane", ("median",)),  # an inflected English word
+        ("debietmeter", ("meter",)),  # an unknown head before an English word
     ],
 )
 def test_words(word, english):

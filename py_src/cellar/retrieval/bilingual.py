@@ -19,8 +19,10 @@ translations of its words:
   longest known last part (the head of a Dutch compound) first, the part before it perhaps a
   compound too, a part that is a whole English word read as one (``windpark``); a word the table
   lacks is read as its English cognate when that is a whole word of the model's vocabulary
-  (``harmonische`` -> harmonic, ``thermisch`` -> thermal); a word that is itself a whole word of
-  that vocabulary is read as English and not translated (``broadcasting``, ``bar``);
+  (``harmonische`` -> harmonic, ``thermisch`` -> thermal, ``numerieke`` -> numerical), or as the
+  English word an inflection ending hides (``mediane`` -> median), or as the English word a
+  compound ends in (``debietmeter`` -> meter); a word that is itself a whole word of that
+  vocabulary is read as English and not translated (``broadcasting``, ``bar``);
 - **what a search does with them** (``cellar.retrieval.search``): BM25 adds the translations'
   scores at a lower weight, the dense ranker blends the query's vector with that of its English
   reading, and the refusal test counts a Dutch word as held where one of its translations is.
@@ -58,7 +60,8 @@ _ENDINGS = (
 # Dutch endings of words that English shares (cognates), and their English forms: a word the table
 # lacks is read as the first of these that is a whole word of the English vocabulary.
 _COGNATES = (
-    ("ische", ("ic", "ical", "al")), ("isch", ("ic", "ical", "al")), ("iteit", ("ity",)),
+    ("ische", ("ic", "ical", "al", "ian")), ("isch", ("ic", "ical", "al", "ian")), ("ieke", ("ic", "ical")),
+    ("iek", ("ic", "ical")), ("aan", ("an",)), ("uur", ("ure",)), ("iteit", ("ity",)),
     ("teit", ("ty",)), ("ieve", ("ive",)), ("ief", ("ive",)), ("isme", ("ism",)),
     ("atie", ("ation",)), ("ie", ("ion", "y")), ("eren", ("ate", "e")), ("aal", ("al",)),
     ("ale", ("al",)), ("ele", ("al",)), ("eel", ("al",)),
@@ -202,12 +205,16 @@ class Translator:
                 return tuple(self.table[form])
         if part and len(word) >= MIN_ENGLISH_PART and word in self.english:
             return (word,)
-        for ending, english in _COGNATES:
-            if word.endswith(ending) and len(word) - len(ending) >= MIN_PART:
-                for suffix in english:
-                    cognate = word[: -len(ending)] + suffix
-                    if cognate in self.english:
-                        return (cognate,)
+        for form in self._forms(word)[1:]:  # an inflected English word: mediane -> median
+            if len(form) >= MIN_ENGLISH_PART and form in self.english:
+                return (form,)
+        for spelling in dict.fromkeys((word, word.replace("kw", "qu"))):  # kwadratuur -> quadrature
+            for ending, english in _COGNATES:
+                if spelling.endswith(ending) and len(spelling) - len(ending) >= MIN_PART:
+                    for suffix in english:
+                        cognate = spelling[: -len(ending)] + suffix
+                        if cognate in self.english:
+                            return (cognate,)
         return ()
 
     def _word(self, word: str, depth: int = 0) -> tuple[str, ...]:
@@ -228,6 +235,11 @@ class Translator:
                 head = self._word(head_word, depth + 1) if len(head_word) >= MIN_PART else ()
                 if head:
                     return tuple(dict.fromkeys((*tail, *head)))
+        # A compound whose head part is unknown and whose tail is an English word: that word
+        # (debietmeter -> meter).
+        for cut in range(MIN_ENGLISH_PART, len(word) - MIN_ENGLISH_PART + 1) if depth == 0 else ():
+            if word[cut:] in self.english:
+                return (word[cut:],)
         return ()
 
 
