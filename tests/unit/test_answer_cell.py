@@ -52,3 +52,15 @@ def test_a_second_output_of_a_kind_is_shown_when_it_scores_close():
     chunks = [(0, 1.0), (1, 0.95), (2, 0.9), (3, 0.5), (4, 0.4)]
     assert [row for row, _ in diverse(chunks, kinds)] == [0, 1, 2, 4, 3]
     assert [row for row, _ in diverse(chunks, kinds, seconds=())] == [0, 2, 4, 1, 3]
+
+
+def test_a_value_question_passes_over_code_without_an_output():
+    """The problem statement introduces a set-up cell (imports, inputs) that shows nothing; the
+    first code cell after it with an output answers a value question, the set-up a locate one."""
+    example = records(
+        (0, "markdown", None), (1, "markdown", None), (2, "code", None), (3, "code", None), (3, "scalar", 0)
+    )
+    kinds = [KINDS.index(r["kind"]) for r in example]
+    chunks = [(1, 0.95), (2, 0.40), (3, 0.30)]
+    assert order_hits(chunks, example, 0, kinds, "value")[0] == (4, 0.0)
+    assert order_hits(chunks, example, 0, kinds, "locate")[0] == (2, 0.40)

@@ -12,9 +12,10 @@ shown, the hits are reordered by what the question asks for (``intent``):
   first: of the notebook's computing cells (a code cell with its outputs), the one whose best
   chunk plus the best markdown that introduces it (the markdown cells between the code cell
   before it and it; not the notebook's first cell, which introduces the whole notebook and so
-  tells no cell from another) scores most. For a value question its output comes first (a
-  table, a scalar, a printed stream: the best scored, else the first), for a locate question its
-  code or plot.
+  tells no cell from another) scores most. For a value question only code cells with an output
+  answer, and a code cell without one (imports, inputs) passes the markdown that introduced it on
+  to the next; the answer cell's output comes first (a table, a scalar, a printed stream: the
+  best scored, else the first). For a locate question the answer cell's code or plot comes first.
 
 The other hits of a value or locate question follow in ``diverse`` order: the best of each kind
 first, with a second code, table, scalar, stream or plot chunk when it scores close to that kind's
@@ -104,9 +105,13 @@ def _answer_chunk(
             markdown[cell] = max(markdown.get(cell, 0.0), score)
         elif cell in code_cells and (not allowed or kind in allowed):
             by_cell.setdefault(cell, []).append(i)
+    # A value question's answer cell shows an output; a code cell without one (imports, inputs)
+    # passes the markdown that introduced it on to the next code cell that has one.
+    outputs = {r["cell"] for r in records if r["kind"] in OUTPUT_KINDS}
+    answering = code_cells & outputs if asks == "value" else code_cells
     best: tuple[float, int] | None = None
     previous = min(cells, default=0)  # the notebook's first cell introduces the whole notebook
-    for cell in sorted(code_cells - {None}):
+    for cell in sorted(answering - {None}):
         intro = max((markdown.get(c, 0.0) for c in range(previous + 1, cell)), default=0.0)
         previous = cell
         if cell not in by_cell:
