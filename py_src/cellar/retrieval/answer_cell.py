@@ -7,7 +7,7 @@ shown, the hits are reordered by what the question asks for (``intent``):
 
 - ``explain`` (why, what is, how does, definition, difference, Dutch alike; without a number): the
   best chunk of each kind in score order, then the rest, as before (prose answers these);
-- ``value`` (a number or unit in the question, how much / how many / hoeveel, what value ...) and
+- ``value`` (a digit in the question, how much / how many / hoeveel, what value ...) and
   ``locate`` (every other question: where is X computed, plotted, fitted): the **answer cell**
   first: of the notebook's computing cells (a code cell with its outputs), the one whose best
   chunk plus the best markdown that introduces it (the markdown cells between the code cell
