@@ -64,14 +64,14 @@ def order_hits(
     chunks: Sequence[tuple[int, float]],
     records: Sequence[Mapping[str, Any]],
     start: int,
-    kinds: Sequence[int] | Any,
+    kinds: Mapping[int, int] | Sequence[int],
     asks: str,
     allowed: Sequence[str] = (),
 ) -> list[tuple[int, float]]:
     """A notebook's candidate chunks (row, score), best first, in the order the hits show them.
 
     ``records``: the notebook's chunk records (row ``start + i`` is ``records[i]``); ``kinds``:
-    the index's chunk kind per row (``KINDS`` numbers); ``asks``: ``intent``'s verdict.
+    the chunk kind (a ``KINDS`` number) of each candidate row; ``asks``: ``intent``'s verdict.
     The answer cell's chunk may be one that no ranker returned (the code cell below the markdown
     that matched, in other words than the question's): it then scores 0. ``allowed``: the kinds a
     filter lets through (all when empty); no other kind is ever returned."""
@@ -127,7 +127,7 @@ def _answer_chunk(
 
 
 def diverse(
-    chunks: Sequence[tuple[int, float]], kinds: Sequence[int] | Any, seconds: Sequence[str] = SECOND_KINDS
+    chunks: Sequence[tuple[int, float]], kinds: Mapping[int, int] | Sequence[int], seconds: Sequence[str] = SECOND_KINDS
 ) -> list[tuple[int, float]]:
     """A notebook's chunks (best first) reordered so that the best of each kind comes first, in
     score order, with a second chunk of a kind among ``seconds`` (not markdown, and none for a

@@ -388,9 +388,8 @@ class Searcher:
         records = self.fragment(n)
         start = entry["start"]
         hits: list[Hit] = []
-        for row, chunk_score in order_hits(rows, records, start, self.index.chunk_kind, asks, kinds)[
-            :HITS_PER_NOTEBOOK
-        ]:
+        kind_of = {row: KINDS.index(records[row - start]["kind"]) for row, _ in rows}
+        for row, chunk_score in order_hits(rows, records, start, kind_of, asks, kinds)[:HITS_PER_NOTEBOOK]:
             record = records[row - start]
             hit: Hit = {
                 "chunk_id": record["id"], "kind": record["kind"], "cell": record["cell"],
