@@ -66,3 +66,17 @@ def test_every_evidence_is_in_its_cell(heldout, shared_corpus):
             if not (0 <= e["cell"] < len(cells) and any(e["evidence"] in t for t in _texts(cells[e["cell"]]))):
                 wrong.append((row["id"], e["path"], e["cell"], e["evidence"]))
     assert not wrong, json.dumps(wrong, indent=1)
+
+
+def test_dutch_dev_questions_translate_dev_questions(shared_corpus):
+    """benchmarks/gold/dev_nl.jsonl: Dutch translations of English dev questions, citing what they cite."""
+    dev_path = shared_corpus.parent / "gold" / "dev.jsonl"
+    if not dev_path.is_file():
+        pytest.skip(f"{dev_path} not found")
+    dev = {row["id"]: row for row in map(json.loads, dev_path.read_text(encoding="utf-8").splitlines()) if row}
+    rows = [json.loads(line) for line in (HELDOUT.parent / "dev_nl.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert len(rows) >= 30 and len({row["id"] for row in rows}) == len(rows)
+    for row in rows:
+        original = dev[row["translates"]]
+        assert row["lang"] == "nl" and original["lang"] == "en" and row["query"] != original["query"]
+        assert row["expect"] == original["expect"] and row["kind"] == original["kind"]

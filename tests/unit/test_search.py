@@ -177,8 +177,8 @@ def test_refusal_names_what_is_missing_and_the_closest(small):
 
 
 def test_words_the_archive_never_saw_are_left_to_the_dense_similarity(model):
-    """A Dutch question on an English notebook: its Dutch words occur in no chunk, so they count
-    as missing and BM25 alone refuses; with the dense ranker, a notebook holding every query
+    """A Dutch question on an English notebook, without the Dutch -> English table: its Dutch
+    words occur in no chunk, so they count as missing and BM25 alone refuses; with the dense ranker, a notebook holding every query
     term the archive knows passes the coverage test and the similarity judges the rest. An
     unknown name that is not close in meaning is still refused."""
     records = [
@@ -191,12 +191,20 @@ def test_words_the_archive_never_saw_are_left_to_the_dense_similarity(model):
         record("fft.ipynb", 1, "code", "F = fft(y2[:, 0])\nw = fftfreq(N, dt)"),
         record("ballast.ipynb", 0, "markdown", "Forepeak ballast tank volume of the 130 m vessel, " + FILLER),
     ]
-    searcher = Searcher(build_index(records, model), model)
+    index = build_index(records, model)
+    searcher = Searcher(index, model, bilingual=False)
     dutch = "Waar wordt de FFT van het signaal van de gedempte harmonische oscillator berekend?"
     bm25, hybrid = searcher.search(dutch, mode="bm25"), searcher.search(dutch, mode="hybrid")
     assert bm25["refused"] and bm25["evidence"]["coverage"] < DEFAULT_CALIBRATION["min_coverage"]
     assert not hybrid["refused"] and paths(hybrid)[0] == "fft.ipynb"
     assert hybrid["evidence"]["known_coverage"] == 1.0 and "signaal" in hybrid["evidence"]["missing"]
+    # With the Dutch -> English table (the default), the Dutch words are held by their
+    # translations (signaal -> signal, harmonische -> harmonic), and BM25 alone answers too.
+    bilingual = Searcher(index, model)
+    for mode in ("bm25", "hybrid"):
+        answer = bilingual.search(dutch, mode=mode)
+        assert not answer["refused"] and paths(answer)[0] == "fft.ipynb"
+        assert "signaal" not in answer["evidence"]["missing"] and "harmonisch" not in answer["evidence"]["missing"]
     name = searcher.search("FFT of the oscillator in the Penmanshiel windpark", mode="hybrid")
     assert name["refused"] and name["evidence"]["known_coverage"] == 1.0
     assert "not close in meaning" in name["refusal_reason"]
@@ -280,6 +288,19 @@ def test_a_kind_filter_shows_that_kind_but_judges_the_whole_notebook(demo):
     assert table_cosine < demo.calibration["min_similarity"] <= tables["evidence"]["similarity"]
 
 
+def test_the_ballast_question_opens_with_the_per_group_table(demo):
+    """Issue 14: the per-group volumes (aft 1284.6, forepeak 412.1, midship 2106.3), the cell
+    under the heading "Ballast volume per tank group", are the first hit and the first table,
+    with the per-tank table shown beside it when only tables are asked for (the code chunks,
+    which lift the per-group cell, are then no candidates)."""
+    answer = demo.search(BALLAST, k=3)
+    hits = answer["notebooks"][0]["hits"]
+    assert paths(answer)[0] == BALLAST_NOTEBOOK and hits[0]["cell"] == 5 and hits[0]["kind"] == "table"
+    assert "1284.6" in hits[0]["quote"] and "2106.3" in hits[0]["quote"]
+    tables = demo.search(BALLAST, k=3, filters=Filters(kinds=("table",)))["notebooks"][0]["hits"]
+    assert {5, 3} <= {hit["cell"] for hit in tables}
+
+
 def test_a_year_the_notebook_is_filed_under_counts_as_held(demo):
     """The weight estimate's text never writes its year, 2019, which its metadata holds: the
     question naming that year is answered, with the year filter or without; a year the
@@ -348,13 +369,14 @@ def test_dev_targets(dev):
 
 
 def test_hybrid_beats_each_ranker_alone(dev):
-    """Hybrid beats BM25 alone and dense alone on notebook hit@5 and MRR. The notebook order is
-    BM25's; the gain is in refusal, where the dense similarity is evidence BM25 lacks: hybrid
-    refuses more of the out-of-scope questions (measured 8 of 8 against 7) and fewer answerable
-    ones (1 against 2: the similarity vouches for the Dutch words of a question on an English
-    notebook). Measured: notebook hit@5 .981 against .962, MRR .933 against .914."""
+    """Hybrid beats dense alone on notebook hit@5 and MRR, and BM25 alone on refusal while
+    matching it on the notebooks. The notebook order is BM25's; the gain is in refusal, where
+    the dense similarity is evidence BM25 lacks: hybrid refuses more of the out-of-scope
+    questions (measured 8 of 8 against 6, in sample) and no more answerable ones. (Before the
+    Dutch -> English table, BM25 alone also refused two Dutch answerable questions, and hybrid
+    led it on notebook hit@5 and MRR; with the table both find them: hit@5 1.000, MRR .958.)"""
     hybrid, bm25, dense = dev["hybrid"], dev["bm25"], dev["dense"]
-    assert hybrid["notebook_hit@5"] > bm25["notebook_hit@5"] and hybrid["mrr"] > bm25["mrr"]
+    assert hybrid["notebook_hit@5"] >= bm25["notebook_hit@5"] and hybrid["mrr"] >= bm25["mrr"]
     assert hybrid["refusal_recall"] > bm25["refusal_recall"]
-    assert hybrid["false_refusal_rate"] < bm25["false_refusal_rate"]
+    assert hybrid["false_refusal_rate"] <= bm25["false_refusal_rate"]
     assert hybrid["notebook_hit@5"] > dense["notebook_hit@5"] and hybrid["mrr"] > dense["mrr"]

@@ -267,10 +267,32 @@ class Analyzer:
         gold set (benchmarks/bm25.py): notebook hit@1 .904 and MRR .938 against .846 and .904 when
         queries too carry both stems, and .865 / .920 with English stemming alone."""
         raws = _raw_tokens(text)
-        folded = [self._folded[raw] for raw in raws]
+        language = self._language([self._folded[raw] for raw in raws])
+        return self._analyse(raws, self._single[language] if language else self._all)
+
+    def query_language(self, text: str) -> str | None:
+        """The language ``query_terms`` stems ``text`` in: the one whose own stop words alone it
+        holds, or None (no stop words, mixed, or a single stemmer)."""
+        return self._language([self._folded[raw] for raw in _raw_tokens(text)])
+
+    def language_terms(self, text: str, language: str) -> list[str]:
+        """The terms of ``text`` stemmed in ``language`` alone (as a query in that language), or as
+        ``terms`` does when the analyser has no separate stemmer for it."""
+        expansion = self._single.get(language, self._all)
+        return self._analyse(_raw_tokens(text), expansion)
+
+    def stop_words(self, language: str) -> frozenset[str]:
+        """The stop words of ``language`` the analyser drops (none when it drops none)."""
+        return STOP_WORDS.get(language, frozenset()) if self.settings.stopwords else frozenset()
+
+    def raw_tokens(self, text: str) -> list[str]:
+        """The raw tokens the analyser cuts ``text`` into (before folding and stemming)."""
+        return _raw_tokens(text)
+
+    def _language(self, folded: list[str]) -> str | None:
         votes = {lang: sum(t in markers for t in folded) for lang, markers in self._markers.items()}
         winners = [lang for lang, n in votes.items() if n and n == max(votes.values())]
-        return self._analyse(raws, self._single[winners[0]] if len(winners) == 1 else self._all)
+        return winners[0] if len(winners) == 1 else None
 
     def _analyse(self, raws: list[str], expansion: _Expansion) -> list[str]:
         terms = expansion.terms(raws)

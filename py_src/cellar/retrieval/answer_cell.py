@@ -1,0 +1,149 @@
+"""The answer cell first: what a question asks for, and which of a notebook's cells answers it.
+
+A notebook's hits come scored chunk by chunk, and the chunk that matches a question best is often
+the markdown that states the problem (a worked example's "Water at 30 °C flows through a 50 mm
+pipe ..."), while the answer is the code cell below it and its output. So, within a notebook
+shown, the hits are reordered by what the question asks for (``intent``):
+
+- ``explain`` (why, what is, how does, definition, difference, Dutch alike; without a number): the
+  best chunk of each kind in score order, then the rest, as before (prose answers these);
+- ``value`` (a digit in the question, how much / how many / hoeveel, what value ...) and
+  ``locate`` (every other question: where is X computed, plotted, fitted): the **answer cell**
+  first: of the notebook's computing cells (a code cell with its outputs), the one whose best
+  chunk plus the best markdown that introduces it (the markdown cells between the code cell
+  before it and it; not the notebook's first cell, which introduces the whole notebook and so
+  tells no cell from another) scores most. For a value question only code cells with an output
+  answer, and a code cell without one (imports, inputs) passes the markdown that introduced it on
+  to the next; the answer cell's output comes first (a table, a scalar, a printed stream: the
+  best scored, else the first). For a locate question the answer cell's code or plot comes first.
+
+The other hits of a value or locate question follow in ``diverse`` order: the best of each kind
+first, with a second code, table, scalar, stream or plot chunk when it scores close to that kind's
+best (``SECOND_OF_A_KIND``), then the rest.
+(Measured on the dev gold set; see the README's scorecard.)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from cellar.records import KINDS
+
+OUTPUT_KINDS = ("table", "scalar", "stream")
+LOCATE_KINDS = ("code", "plot")
+SECOND_OF_A_KIND = 0.9  # a second chunk of a kind leads too when it scores this share of the kind's best
+SECOND_KINDS = ("code", "table", "scalar", "stream", "plot")  # not markdown: its windows share a heading
+INTENTS = ("value", "locate", "explain")
+
+_DIGIT = re.compile(r"\d")
+# Words that ask for an explanation, English and Dutch (a question that also names a number asks
+# for a value, whatever its first words).
+_EXPLAIN = re.compile(
+    r"\b(?:why|waarom|define|defined|definition|definitie|meaning|means|betekent|betekenis|difference|"
+    r"verschil|explain|uitleg|what\s+(?:is|are)|wat\s+(?:is|zijn)|how\s+(?:do|does|can|is|are)|hoe)\b"
+)
+_VALUE = re.compile(
+    r"\b(?:how\s+(?:much|many|large|big|high|long)|hoeveel|hoe\s+(?:groot|hoog|lang|zwaar)|"
+    r"what\s+(?:value|volume|number|amount)|welke\s+(?:waarde|inhoud|volume)|value\s+of|waarde\s+van)\b"
+)
+
+
+def intent(query: str) -> str:
+    """What the question asks for: ``value``, ``locate`` or ``explain`` (see the module docstring)."""
+    text = query.casefold()
+    if _DIGIT.search(text) or _VALUE.search(text):
+        return "value"
+    if _EXPLAIN.search(text):
+        return "explain"
+    return "locate"
+
+
+def order_hits(
+    chunks: Sequence[tuple[int, float]],
+    records: Sequence[Mapping[str, Any]],
+    start: int,
+    kinds: Mapping[int, int] | Sequence[int],
+    asks: str,
+    allowed: Sequence[str] = (),
+) -> list[tuple[int, float]]:
+    """A notebook's candidate chunks (row, score), best first, in the order the hits show them.
+
+    ``records``: the notebook's chunk records (row ``start + i`` is ``records[i]``); ``kinds``:
+    the chunk kind (a ``KINDS`` number) of each candidate row; ``asks``: ``intent``'s verdict.
+    The answer cell's chunk may be one that no ranker returned (the code cell below the markdown
+    that matched, in other words than the question's): it then scores 0. ``allowed``: the kinds a
+    filter lets through (all when empty); no other kind is ever returned."""
+    chunks = list(chunks)
+    if asks == "explain" or not chunks:
+        return diverse(chunks, kinds, seconds=())
+    first = _answer_chunk(chunks, records, start, asks, tuple(allowed))
+    if first is None:
+        return diverse(chunks, kinds)
+    rest = [chunk for chunk in chunks if chunk[0] != first[0]]
+    return [first, *diverse(rest, kinds)]
+
+
+def _answer_chunk(
+    chunks: Sequence[tuple[int, float]],
+    records: Sequence[Mapping[str, Any]],
+    start: int,
+    asks: str,
+    allowed: tuple[str, ...],
+) -> tuple[int, float] | None:
+    """The chunk that opens the hits: the answer cell's (see the module docstring), of a kind
+    ``allowed`` (any when empty), or None when no computing cell has one."""
+    scores = dict(chunks)
+    code_cells = {r["cell"] for r in records if r["kind"] == "code"}
+    cells = [r["cell"] for r in records if r["cell"] is not None]
+    by_cell: dict[int, list[int]] = {}  # a computing cell's chunks of the kinds allowed
+    markdown: dict[int, float] = {}  # a markdown cell's best score
+    for i, record in enumerate(records):
+        cell, kind, score = record["cell"], record["kind"], scores.get(start + i, 0.0)
+        if kind == "markdown" and cell is not None:
+            markdown[cell] = max(markdown.get(cell, 0.0), score)
+        elif cell in code_cells and (not allowed or kind in allowed):
+            by_cell.setdefault(cell, []).append(i)
+    # A value question's answer cell shows an output; a code cell without one (imports, inputs)
+    # passes the markdown that introduced it on to the next code cell that has one.
+    outputs = {r["cell"] for r in records if r["kind"] in OUTPUT_KINDS}
+    answering = code_cells & outputs if asks == "value" else code_cells
+    best: tuple[float, int] | None = None
+    previous = min(cells, default=0)  # the notebook's first cell introduces the whole notebook
+    for cell in sorted(answering - {None}):
+        intro = max((markdown.get(c, 0.0) for c in range(previous + 1, cell)), default=0.0)
+        previous = cell
+        if cell not in by_cell:
+            continue
+        own = max(scores.get(start + i, 0.0) for i in by_cell[cell])
+        if own + intro > 0 and (best is None or own + intro > best[0]):
+            best = (own + intro, cell)
+    if best is None:
+        return None
+    wanted = OUTPUT_KINDS if asks == "value" else LOCATE_KINDS
+    chosen = max(by_cell[best[1]], key=lambda i: (records[i]["kind"] in wanted, scores.get(start + i, 0.0), -i))
+    return (start + chosen, scores.get(start + chosen, 0.0))
+
+
+def diverse(
+    chunks: Sequence[tuple[int, float]], kinds: Mapping[int, int] | Sequence[int], seconds: Sequence[str] = SECOND_KINDS
+) -> list[tuple[int, float]]:
+    """A notebook's chunks (best first) reordered so that the best of each kind comes first, in
+    score order, with a second chunk of a kind among ``seconds`` (not markdown, and none for a
+    question that asks for an explanation) that scores at least ``SECOND_OF_A_KIND`` of that
+    kind's best, then the rest: the hits show the markdown, code and output that match rather
+    than five windows of one kind (the heading text that every chunk under it carries makes
+    same-kind windows crowd the top), yet a second table as good as the first is not hidden."""
+    best: dict[int, float] = {}
+    open_seconds = {KINDS.index(kind) for kind in seconds}
+    leaders = []
+    for chunk in chunks:
+        kind = int(kinds[chunk[0]])
+        if kind not in best:
+            best[kind] = chunk[1]
+            leaders.append(chunk)
+        elif kind in open_seconds and 0 < SECOND_OF_A_KIND * best[kind] <= chunk[1]:
+            open_seconds.discard(kind)
+            leaders.append(chunk)
+    return leaders + [chunk for chunk in chunks if chunk not in leaders]

@@ -1,0 +1,306 @@
+"""Dutch questions over English cells: a Dutch -> English term table, and what it adds to a query.
+
+The static model is distilled from an English encoder and does not cross the two languages, and
+BM25 finds no English cell for a Dutch word. So a Dutch question also looks for the English
+translations of its words:
+
+- **the table** (``models/nld-eng/nld-eng.tsv``, one ``dutch<TAB>english english ...`` line per
+  headword) is derived at build time from FreeDict's Dutch-English dictionary (GPL-2+, Debian's
+  ``dict-freedict-nld-eng``) by ``cellar model bilingual`` (``build_table``): single-word
+  headwords, each with at most ``MAX_TRANSLATIONS`` single-word translations, in the dictionary's
+  order, that are whole words of the embedding model's vocabulary and no English stop word; a
+  headword that is itself a whole word of that vocabulary (``bar``, ``per``, ``gallon``: read
+  as English) or whose only translation is itself is left out. It ships as a separate data file under
+  its own licence, and the query path reads it with the standard library alone;
+- **a question's words** (``Translator.translate``): each word of a Dutch question (not a stop
+  word) is looked up as written, then without a plural or inflection ending (``leidingen`` ->
+  ``leiding``, ``verliezen`` -> ``verlies``), then as a compound of two headwords with an optional
+  linking ``s``/``e``/``en`` (``drukverlies`` -> ``druk`` + ``verlies`` -> pressure loss), the
+  longest known last part (the head of a Dutch compound) first, the part before it perhaps a
+  compound too, a part that is a whole English word read as one (``windpark``); a word the table
+  lacks is read as its English cognate when that is a whole word of the model's vocabulary
+  (``harmonische`` -> harmonic, ``thermisch`` -> thermal, ``numerieke`` -> numerical), or as the
+  English word an inflection ending hides (``mediane`` -> median), or as the English word a
+  compound ends in (``debietmeter`` -> meter); a word that is itself a whole word of that
+  vocabulary is read as English and not translated (``broadcasting``, ``bar``);
+- **what a search does with them** (``cellar.retrieval.search``): BM25 adds the translations'
+  scores at a lower weight, the dense ranker blends the query's vector with that of its English
+  reading, and the refusal test counts a Dutch word as held where one of its translations is.
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib.resources
+import json
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from cellar.ingest.provenance import revision
+from cellar.retrieval.analysis import STOP_WORDS, Analyzer
+
+TABLE_ID = "nld-eng"
+TABLE_FILE = "nld-eng.tsv"
+MAX_TRANSLATIONS = 4  # translations kept per headword
+MIN_PART = 3  # letters of a compound's shorter part
+_B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+_WORD = re.compile(r"[a-z]+")
+# Inflection endings of a Dutch word, longest first, with what replaces them: plurals (-en, -s),
+# adjective -e, the spelling changes of a plural (verliezen -> verlies, golven -> golf), a verb's
+# noun (-ing) and participles (-d, -t, -de, -te); each stem is also tried as a verb (+ -en).
+_ENDINGS = (
+    ("zen", "s"), ("ven", "f"), ("ing", ""), ("en", ""), ("de", ""), ("te", ""), ("s", ""), ("e", ""), ("d", ""),
+    ("t", ""),
+)  # fmt: skip
+# Dutch endings of words that English shares (cognates), and their English forms: a word the table
+# lacks is read as the first of these that is a whole word of the English vocabulary.
+_COGNATES = (
+    ("ische", ("ic", "ical", "al", "ian")), ("isch", ("ic", "ical", "al", "ian")), ("ieke", ("ic", "ical")),
+    ("iek", ("ic", "ical")), ("aan", ("an",)), ("uur", ("ure",)), ("iteit", ("ity",)),
+    ("teit", ("ty",)), ("ieve", ("ive",)), ("ief", ("ive",)), ("isme", ("ism",)),
+    ("atie", ("ation",)), ("ie", ("ion", "y")), ("eren", ("ate", "e")), ("aal", ("al",)),
+    ("ale", ("al",)), ("ele", ("al",)), ("eel", ("al",)),
+)  # fmt: skip
+MIN_ENGLISH_PART = 4  # letters of a compound's part read as an English word (wind + park)
+_LINKS = ("", "s", "e", "en")  # linking letters between the parts of a compound
+# Question words, beside the analyser's Dutch stop words: never translated (``waar`` is "where",
+# not the dictionary's "true").
+QUESTION_WORDS = frozenset("waar welke welk hoeveel wanneer waarom hoe wie wat".split())
+
+
+def _fold(word: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c)).casefold()
+
+
+def _b64(text: str) -> int:
+    value = 0
+    for char in text:
+        value = value * 64 + _B64.index(char)
+    return value
+
+
+def read_dictd(index: str | Path, data: bytes | None = None) -> dict[str, list[str]]:
+    """A dictd dictionary (``.index`` beside its ``.dict.dz``, or ``data`` given) as headword ->
+    translation phrases, in the dictionary's order (numbered senses flattened)."""
+    index = Path(index)
+    if data is None:
+        data = gzip.decompress((index.with_suffix("").with_suffix(".dict.dz")).read_bytes())
+    entries: dict[str, list[str]] = {}
+    for line in index.read_text(encoding="utf-8").splitlines():
+        fields = line.split("\t")
+        if len(fields) != 3 or fields[0].startswith("00database"):
+            continue
+        offset, length = _b64(fields[1]), _b64(fields[2])
+        body = data[offset : offset + length].decode("utf-8", "replace").splitlines()[1:]
+        phrases = entries.setdefault(fields[0].strip(), [])
+        for text in body:
+            text = re.sub(r"^\s*\d+\.\s*", "", text)
+            phrases.extend(p.strip() for p in re.split(r"[,;]", text) if p.strip())
+    return entries
+
+
+def build_table(
+    entries: Mapping[str, Sequence[str]], vocabulary: Iterable[str], stop_words: Iterable[str] = ()
+) -> dict[str, tuple[str, ...]]:
+    """The cut table (see the module docstring): Dutch headword -> English words."""
+    known = {token for token in vocabulary if _WORD.fullmatch(token)}
+    stop = set(stop_words)
+    table: dict[str, tuple[str, ...]] = {}
+    for headword, phrases in entries.items():
+        word = _fold(headword)
+        if not _WORD.fullmatch(word) or len(word) < 3 or word in known:
+            continue  # a word the English model knows whole is read as English (bar, per, gallon)
+        words = [_fold(p) for p in phrases]
+        kept = [w for w in dict.fromkeys(words) if w in known and w not in stop and len(w) > 2]
+        if kept and kept != [word]:
+            table.setdefault(word, tuple(kept[:MAX_TRANSLATIONS]))
+    return dict(sorted(table.items()))
+
+
+def write_table(table: Mapping[str, Sequence[str]], path: str | Path) -> None:
+    lines = [f"{word}\t{' '.join(english)}\n" for word, english in table.items()]
+    Path(path).write_text("".join(lines), encoding="utf-8")
+
+
+def parse_table(text: str) -> dict[str, tuple[str, ...]]:
+    """The table from its TSV text."""
+    table = {}
+    for line in text.splitlines():
+        word, _, english = line.partition("\t")
+        if word and english:
+            table[word] = tuple(english.split())
+    return table
+
+
+def default_table_dir() -> Path:
+    """The table that ships inside the package."""
+    return Path(str(importlib.resources.files("cellar.retrieval") / "models" / TABLE_ID))
+
+
+@lru_cache(maxsize=2)
+def load_table(directory: str | None = None) -> dict[str, tuple[str, ...]]:
+    """The table in ``directory`` (the packaged one by default), checked against its table.json."""
+    folder = Path(directory) if directory else default_table_dir()
+    meta = json.loads((folder / "table.json").read_text(encoding="utf-8"))
+    data = (folder / meta["file"]).read_bytes()
+    if revision(data) != meta["sha256"]:
+        raise ValueError(f"{folder / meta['file']}: SHA-256 {revision(data)} is not table.json's {meta['sha256']}")
+    return parse_table(data.decode("utf-8"))
+
+
+@dataclass(frozen=True)
+class Translation:
+    """One Dutch word of a question and its English words."""
+
+    word: str
+    english: tuple[str, ...]
+
+
+class Translator:
+    """Dutch words -> English words with the table (see the module docstring)."""
+
+    def __init__(
+        self, table: Mapping[str, Sequence[str]], stop_words: Iterable[str] = (), english: Iterable[str] = ()
+    ) -> None:
+        self.table = table
+        self.stop = frozenset(stop_words)
+        self.english = frozenset(w for w in english if _WORD.fullmatch(w))
+        self._memo: dict[str, tuple[str, ...]] = {}
+
+    def translate(self, words: Iterable[str]) -> list[Translation]:
+        """The translations of ``words`` (raw tokens of a question), in order; words with none,
+        stop words and anything but letters are left out."""
+        result = []
+        for raw in words:
+            word = _fold(raw)
+            if not _WORD.fullmatch(word) or word in self.stop or word in self.english:
+                continue  # a word the English vocabulary holds whole is read as English
+            if word not in self._memo:
+                self._memo[word] = self._word(word)
+            if self._memo[word]:
+                result.append(Translation(raw, self._memo[word]))
+        return result
+
+    def _forms(self, word: str) -> list[str]:
+        """``word`` and its stems (see ``_ENDINGS``), each also as a verb, without a ``ge-``."""
+        forms = [word]
+        for base in (word, word[2:] if word.startswith("ge") and len(word) > 5 else ""):
+            for ending, replacement in _ENDINGS:
+                if base and base.endswith(ending) and len(base) - len(ending) >= MIN_PART:
+                    stem = base[: -len(ending)] + replacement
+                    undoubled = stem[:-1] if len(stem) > 3 and stem[-1] == stem[-2] else ""
+                    forms += [f for f in (stem, undoubled) if f] + [f + "en" for f in (stem, undoubled) if f]
+        return list(dict.fromkeys(forms))
+
+    def _lookup(self, word: str, part: bool = False) -> tuple[str, ...]:
+        """The English words of one word: the table's for it or a form of it, else its cognate;
+        a compound's ``part`` that is itself an English word is that word."""
+        for form in self._forms(word):
+            if form in self.table:
+                return tuple(self.table[form])
+        if part and len(word) >= MIN_ENGLISH_PART and word in self.english:
+            return (word,)
+        for form in self._forms(word)[1:]:  # an inflected English word: mediane -> median
+            if len(form) >= MIN_ENGLISH_PART and form in self.english:
+                return (form,)
+        for spelling in dict.fromkeys((word, word.replace("kw", "qu"))):  # kwadratuur -> quadrature
+            for ending, english in _COGNATES:
+                if spelling.endswith(ending) and len(spelling) - len(ending) >= MIN_PART:
+                    for suffix in english:
+                        cognate = spelling[: -len(ending)] + suffix
+                        if cognate in self.english:
+                            return (cognate,)
+        return ()
+
+    def _word(self, word: str, depth: int = 0) -> tuple[str, ...]:
+        found = self._lookup(word, part=depth > 0)
+        if found or depth > 1:
+            return found
+        # A compound: the longest known tail (the head word of a Dutch compound), then what is left
+        # before it, which may itself be a compound.
+        for cut in range(MIN_PART, len(word) - MIN_PART + 1):
+            tail = self._lookup(word[cut:], part=True)
+            if not tail:
+                continue
+            for link in _LINKS:
+                head_word = word[:cut]
+                if link and not head_word.endswith(link):
+                    continue
+                head_word = head_word[: len(head_word) - len(link)]
+                head = self._word(head_word, depth + 1) if len(head_word) >= MIN_PART else ()
+                if head:
+                    return tuple(dict.fromkeys((*tail, *head)))
+        # A compound whose head part is unknown and whose tail is an English word: that word
+        # (debietmeter -> meter).
+        for cut in range(MIN_ENGLISH_PART, len(word) - MIN_ENGLISH_PART + 1) if depth == 0 else ():
+            if word[cut:] in self.english:
+                return (word[cut:],)
+        return ()
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What a question adds in English: ``text`` (the question with each translated word replaced
+    by its English words, for the dense ranker), ``terms`` (the English terms of every translated
+    word, for BM25) and ``held_by`` (a Dutch term -> the English terms that hold it, for the
+    refusal test). Empty for a question with nothing to translate."""
+
+    text: str = ""
+    terms: tuple[str, ...] = ()
+    held_by: Mapping[str, tuple[str, ...]] | None = None
+
+
+def read_in_english(query: str, analyzer: Analyzer, translator: Translator) -> Reading:
+    """The English reading of ``query`` (``Reading``) when the analyser reads it as Dutch (its
+    stop words are Dutch alone); empty for any other question."""
+    if analyzer.query_language(query) != "dutch":
+        return Reading()
+    words = [piece for raw in analyzer.raw_tokens(query) for piece in raw.split("-") if piece]
+    translated = {t.word: t.english for t in translator.translate(words)}
+    if not translated:
+        return Reading()
+    held_by: dict[str, tuple[str, ...]] = {}
+    expansion: list[str] = []
+    for word, english in translated.items():
+        english_terms = tuple(dict.fromkeys(analyzer.language_terms(" ".join(english), "english")))
+        expansion.extend(english_terms)
+        for term in analyzer.language_terms(word, "dutch"):
+            held_by[term] = tuple(dict.fromkeys((*held_by.get(term, ()), *english_terms)))
+    pieces = [
+        " ".join(translated[piece]) if piece in translated else piece
+        for raw in analyzer.raw_tokens(query)
+        for piece in (raw.split("-") if "-" in raw else [raw])
+        if _fold(piece) not in translator.stop
+    ]
+    return Reading(" ".join(pieces), tuple(dict.fromkeys(expansion)), held_by)
+
+
+def make_table(index: str | Path, out: str | Path, vocabulary: Iterable[str]) -> dict[str, Any]:
+    """``cellar model bilingual``: read the dictd dictionary at ``index``, cut it (``build_table``)
+    to the model's ``vocabulary``, write ``out``/nld-eng.tsv and ``out``/table.json (what it is,
+    where it came from, its SHA-256, which ``load_table`` checks); returns table.json's content."""
+    entries = read_dictd(index)
+    table = build_table(entries, vocabulary, STOP_WORDS["english"])
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    write_table(table, folder / TABLE_FILE)
+    data = (folder / TABLE_FILE).read_bytes()
+    meta = {
+        "id": TABLE_ID,
+        "file": TABLE_FILE,
+        "sha256": revision(data),
+        "bytes": len(data),
+        "headwords": len(table),
+        "source_headwords": len(entries),
+        "source": f"FreeDict Dutch-English ({Path(index).name}, Debian package dict-freedict-nld-eng)",
+        "licence": "GPL-2.0-or-later (see LICENSE)",
+        "command": f"cellar model bilingual --dict {index} --out {out}",
+        "max_translations": MAX_TRANSLATIONS,
+    }
+    (folder / "table.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    return meta

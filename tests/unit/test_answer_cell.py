@@ -1,0 +1,66 @@
+"""cellar.retrieval.answer_cell: what a question asks for, and the answer cell first."""
+
+from __future__ import annotations
+
+import pytest
+
+from cellar.records import KINDS
+from cellar.retrieval.answer_cell import diverse, intent, order_hits
+
+
+@pytest.mark.parametrize(
+    ("query", "asks"),
+    [
+        ("ballast tank volumes for the 2017 vessel", "value"),
+        ("how much ballast water does the vessel carry", "value"),
+        ("Hoeveel NPSH is beschikbaar bij een marge van 1,3?", "value"),
+        ("what is the method of moments for fitting a distribution", "explain"),
+        ("Waarom zit het drukverlies er een orde naast?", "explain"),
+        ("difference between supervised and unsupervised learning", "explain"),
+        ("what is the pressure drop at 200 L/min", "value"),
+        ("fitting IEC binned power curves to filtered SCADA data", "locate"),
+    ],
+)
+def test_intent(query, asks):
+    assert intent(query) == asks
+
+
+def records(*cells: tuple[int, str, int | None]) -> list[dict]:
+    return [{"cell": cell, "kind": kind, "output": output} for cell, kind, output in cells]
+
+
+# One worked example: a title, the problem statement, the code that solves it and its output,
+# then a remark; row i of the index is record i (start 0).
+EXAMPLE = records(
+    (0, "markdown", None), (1, "markdown", None), (2, "code", None), (2, "stream", 0), (3, "markdown", None)
+)
+KIND_OF = [KINDS.index(r["kind"]) for r in EXAMPLE]
+
+
+def test_a_value_question_opens_with_the_output_below_the_problem_statement():
+    """The problem statement matches best; the code cell below it is the answer, and a value
+    question shows its output first, even when no ranker returned that output."""
+    chunks = [(1, 0.95), (2, 0.30), (4, 0.25), (0, 0.2)]
+    assert order_hits(chunks, EXAMPLE, 0, KIND_OF, "value")[0] == (3, 0.0)
+    assert order_hits(chunks, EXAMPLE, 0, KIND_OF, "locate")[0] == (2, 0.30)
+    assert order_hits(chunks, EXAMPLE, 0, KIND_OF, "explain") == chunks
+    assert order_hits(chunks, EXAMPLE, 0, KIND_OF, "value", allowed=("markdown",)) == chunks
+
+
+def test_a_second_output_of_a_kind_is_shown_when_it_scores_close():
+    kinds = [KINDS.index(k) for k in ("table", "table", "markdown", "table", "code")]
+    chunks = [(0, 1.0), (1, 0.95), (2, 0.9), (3, 0.5), (4, 0.4)]
+    assert [row for row, _ in diverse(chunks, kinds)] == [0, 1, 2, 4, 3]
+    assert [row for row, _ in diverse(chunks, kinds, seconds=())] == [0, 2, 4, 1, 3]
+
+
+def test_a_value_question_passes_over_code_without_an_output():
+    """The problem statement introduces a set-up cell (imports, inputs) that shows nothing; the
+    first code cell after it with an output answers a value question, the set-up a locate one."""
+    example = records(
+        (0, "markdown", None), (1, "markdown", None), (2, "code", None), (3, "code", None), (3, "scalar", 0)
+    )
+    kinds = [KINDS.index(r["kind"]) for r in example]
+    chunks = [(1, 0.95), (2, 0.40), (3, 0.30)]
+    assert order_hits(chunks, example, 0, kinds, "value")[0] == (4, 0.0)
+    assert order_hits(chunks, example, 0, kinds, "locate")[0] == (2, 0.40)

@@ -1,0 +1,116 @@
+"""cellar.retrieval.bilingual: the Dutch -> English table, its build from a dictd dictionary, and
+the English reading of a Dutch question."""
+
+from __future__ import annotations
+
+import gzip
+
+import pytest
+
+from cellar.retrieval.analysis import Analyzer
+from cellar.retrieval.bilingual import (
+    Translator,
+    build_table,
+    load_table,
+    make_table,
+    parse_table,
+    read_dictd,
+    read_in_english,
+    write_table,
+)
+
+TABLE = {
+    "druk": ("edition", "pressure"),
+    "verlies": ("loss",),
+    "leiding": ("pipe",),
+    "berekenen": ("calculate",),
+    "snelheid": ("speed",),
+    "verdeling": ("distribution",),
+}
+ENGLISH = {"harmonic", "thermal", "wind", "broadcasting", "bar", "pressure", "loss", "median", "numerical", "meter"}
+
+
+def dictd(tmp_path, entries: dict[str, str]):
+    """A dictd dictionary of ``entries`` (headword -> body) in tmp_path."""
+    b64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+
+    def number(n: int) -> str:
+        digits = ""
+        while True:
+            digits = b64[n % 64] + digits
+            n //= 64
+            if not n:
+                return digits
+
+    data, lines = b"", ["00databaseshort\tA\tB"]
+    for word, body in entries.items():
+        text = f"{word} /x/\n{body}\n".encode()
+        lines.append(f"{word}\t{number(len(data))}\t{number(len(text))}")
+        data += text
+    (tmp_path / "d.dict.dz").write_bytes(gzip.compress(data))
+    (tmp_path / "d.index").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return tmp_path / "d.index"
+
+
+def test_a_dictd_dictionary_is_cut_to_the_vocabulary(tmp_path):
+    index = dictd(
+        tmp_path,
+        {"druk": "1. edition\n2. busy\n3. pressure", "bar": "bar, pub", "lek": "leak, leaky", "tank": "tank"},
+    )
+    entries = read_dictd(index)
+    assert entries["druk"] == ["edition", "busy", "pressure"]
+    vocabulary = ["edition", "pressure", "bar", "pub", "leak", "tank", "the"]
+    table = build_table(entries, vocabulary, ["the"])
+    # bar is an English word (read as English), tank translates to itself alone
+    assert table == {"druk": ("edition", "pressure"), "lek": ("leak",)}
+    assert parse_table("druk\tedition pressure\nlek\tleak\n") == table
+    write_table(table, tmp_path / "t.tsv")
+    assert parse_table((tmp_path / "t.tsv").read_text()) == table
+    meta = make_table(index, tmp_path / "out", vocabulary)
+    assert (meta["headwords"], meta["source_headwords"]) == (2, 4)
+    assert load_table(str(tmp_path / "out")) == table
+    (tmp_path / "out" / "nld-eng.tsv").write_text("druk\tprint\n")
+    load_table.cache_clear()
+    with pytest.raises(ValueError, match="SHA-256"):
+        load_table(str(tmp_path / "out"))
+
+
+@pytest.mark.parametrize(
+    ("word", "english"),
+    [
+        ("leidingen", ("pipe",)),  # a plural
+        ("berekend", ("calculate",)),  # a participle
+        ("drukverlies", ("loss", "edition", "pressure")),  # a compound, its head first
+        ("windsnelheidsverdeling", ("distribution", "speed", "wind")),  # three parts, a linking s
+        ("harmonische", ("harmonic",)),  # a cognate
+        ("thermisch", ("thermal",)),
+        ("numerieke", ("numerical",)),
+        ("mediane", ("median",)),  # an inflected English word
+        ("debietmeter", ("meter",)),  # an unknown head before an English word
+    ],
+)
+def test_words(word, english):
+    translator = Translator(TABLE, (), ENGLISH)
+    assert [t.english for t in translator.translate([word])] == [english]
+
+
+def test_english_words_and_stop_words_are_not_translated():
+    translator = Translator(TABLE, ("de",), ENGLISH)
+    assert translator.translate(["broadcasting", "bar", "de", "17-042", "onbekendwoord"]) == []
+
+
+def test_a_dutch_question_reads_in_english_and_an_english_one_does_not():
+    analyzer = Analyzer()
+    stop = analyzer.stop_words("dutch") | analyzer.stop_words("english")
+    translator = Translator(TABLE, stop, ENGLISH)
+    reading = read_in_english("Wat is het drukverlies in de leiding?", analyzer, translator)
+    assert reading.text == "loss edition pressure pipe"
+    assert "pressur" in reading.terms and "pipe" in reading.terms
+    (dutch,) = analyzer.language_terms("drukverlies", "dutch")
+    assert reading.held_by is not None and "pressur" in reading.held_by[dutch]
+    assert read_in_english("what is the pressure loss in the pipe", analyzer, translator).text == ""
+
+
+def test_the_packaged_table_loads():
+    table = load_table()
+    assert len(table) > 10_000 and "pressure" in table["druk"]
