@@ -150,6 +150,7 @@ def make_report(
     worker_starts: list[float],
     seconds: float,
     workers: int,
+    sandbox: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     counts = Counter(entry["status"] for entry in entries)
     reasons = Counter(reason_key(entry["reason"]) for entry in entries if entry["status"] == "stale")
@@ -163,6 +164,7 @@ def make_report(
             "workers": workers,
             "worker_start_seconds": [round(value, 2) for value in sorted(worker_starts)],
         },
+        "sandbox": sandbox,
         "notebooks": entries,
     }
 
@@ -196,6 +198,8 @@ def summary(report: dict[str, Any]) -> str:
         f"\n{total} notebooks in {timings['total_seconds']} s with {timings['workers']} "
         f"worker(s); worker start {timings['worker_start_seconds']} s"
     )
+    if report.get("sandbox"):
+        lines.append(report["sandbox"]["summary"])
     return "\n".join(lines)
 
 
