@@ -128,3 +128,6 @@ for await (const line of createInterface({ input: process.stdin })) {
     reply({ id: request.id, ok: false, error: describe(error, request) });
   }
 }
+// stdin closed: the host is done, or gone. Whatever a notebook left open (a socket, a timer) must
+// not keep this process alive.
+process.exit(0);
