@@ -367,8 +367,13 @@ class Target:
         self.secret_module.write_text(f"export function leak() {{ return {self.token!r}; }}\n")
         self.runtime = runtime
         self.listeners = Listeners(tmp).__enter__()
-        self.victim = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+        self.victim = self._spawn_victim()
         self.before = self._files()
+
+    @staticmethod
+    def _spawn_victim() -> subprocess.Popen:
+        """A process of the host's for a probe to try to kill."""
+        return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
 
     def fill(self, probe: Probe) -> str:
         return probe.code.format(
@@ -405,6 +410,7 @@ class Target:
         self.before = files
         if self.victim.poll() is not None:
             found.append(f"the host process {self.victim.pid} was killed")
+            self.victim = self._spawn_victim()  # each probe answers for its own
         return found
 
     def close(self) -> None:
