@@ -74,7 +74,7 @@ def cpython(corpus: Path) -> dict:
 def pyodide(corpus: Path) -> dict:
     manifest = json.loads((SITE / "build.json").read_text())
     wheels = [SITE / wheel for wheel in manifest["wheels"]]
-    with PyodideHost(SITE / "pyodide", wheels=wheels, packages=["numpy", "pandas"]) as host:
+    with PyodideHost(SITE / "pyodide", wheels=wheels, packages=["numpy", "pandas"], read=[corpus]) as host:
         mount = (
             "import os, js, pyodide_js\nfrom pyodide.ffi import to_js\n"
             "os.makedirs('/corpus', exist_ok=True)\n"

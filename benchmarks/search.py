@@ -90,7 +90,7 @@ def main() -> int:
                 cpython.append((time.perf_counter() - start) * 1000)
         manifest = json.loads((SITE / "build.json").read_text())
         wheels = [SITE / wheel for wheel in manifest["wheels"]]
-        with PyodideHost(SITE / "pyodide", wheels=wheels, packages=["numpy"]) as host:
+        with PyodideHost(SITE / "pyodide", wheels=wheels, packages=["numpy"], read=[folder, MODEL]) as host:
             code = PYODIDE_CODE.format(shard=folder, model=str(MODEL), queries=queries, rounds=ROUNDS)
             pyodide = host.run(code, timeout=900)
     c50, c95 = percentiles(cpython)

@@ -17,11 +17,13 @@ from collections.abc import Iterator
 import pytest
 
 from cellar.rerender.pyodide_host import PyodideHost
+from cellar.retrieval.embedding import default_model_dir
 
 
 @pytest.fixture(scope="session")
 def pyodide(site) -> Iterator[PyodideHost]:
     manifest = json.loads((site / "build.json").read_text())
     wheels = [site / wheel for wheel in manifest["wheels"]]
-    with PyodideHost(site / "pyodide", wheels=wheels, packages=["numpy"]) as host:
+    # test_embedding mounts the model folder with NODEFS: the confined process may read it
+    with PyodideHost(site / "pyodide", wheels=wheels, packages=["numpy"], read=[default_model_dir()]) as host:
         yield host

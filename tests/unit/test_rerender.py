@@ -108,6 +108,9 @@ def test_rerender_the_demo_archive_gives_the_designed_statuses(demo_fresh):
         assert entry["revision"] == revision((DEMO / path).read_bytes())
     table = summary(report)
     assert "clean" in table and "top stale reasons" in table and "diepgangen_22031.csv" in table
+    # which boundary held, in the report and its table (this machine, and CI's, has all of it)
+    assert report["sandbox"]["namespaces"] == ["mount", "net", "pid"] and report["sandbox"]["permission"]
+    assert report["sandbox"]["summary"] in table and "NOT HELD" not in table
 
 
 def test_the_index_holds_fresh_outputs_for_clean_and_drifted_and_saved_ones_for_stale(demo_fresh):

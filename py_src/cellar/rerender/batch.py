@@ -9,8 +9,9 @@ in `cellar.rerender.sandbox` with the archive's path map and blobs, starting in 
 notebook (the same cells with fresh outputs, nbformat 4.4, `metadata.cellar_rerender` holding the
 status) goes to `out/<same relative path>`; the originals are never written. `out/report.json`
 holds the environment, each notebook's status, reason and output diffs, the counts and the top
-stale reasons; the index build uses fresh outputs for clean and drifted notebooks and the saved
-ones for stale notebooks.
+stale reasons and `sandbox`: which boundary confined the workers on this machine
+(cellar.rerender.pyodide_host.Confinement); the index build uses fresh outputs for clean and
+drifted notebooks and the saved ones for stale notebooks.
 
 A worker is a Node process running the site's Pyodide (cellar.rerender.pyodide_host) with the cellar wheel,
 the archive's environment (cellar.rerender.environment) and `cellar.rerender.sandbox.prepare()` done once. A notebook
@@ -27,6 +28,7 @@ import base64
 import json
 import os
 import queue
+import shutil
 import sys
 import threading
 import time
@@ -40,7 +42,7 @@ from cellar.ingest.notebook import NotebookError, read_notebook
 from cellar.ingest.provenance import revision
 from cellar.records import RERENDER_STATUSES, ReportEntry
 from cellar.rerender import environment, vfs
-from cellar.rerender.pyodide_host import PyodideError, PyodideExited, PyodideHost
+from cellar.rerender.pyodide_host import PyodideError, PyodideExited, PyodideHost, confinement
 from cellar.rerender.report import REPORT_FILE, Settings, dump_notebook, make_report, notebook_cwd, rerender_notebook
 
 DEFAULT_CACHE = Path(os.environ.get("CELLAR_CACHE") or Path.home() / ".cache" / "cellar") / "wheels"
@@ -134,31 +136,50 @@ class Worker:
 
     def run(self, request: dict[str, Any], blobs: dict[str, str], timeout: float) -> dict[str, Any]:
         """The sandbox's result for `request`, sending only the `blobs` (id -> base64) this process
-        has not had yet; a worker that does not answer in time is replaced, and the run stopped."""
-        fresh = {blob_id: data for blob_id, data in blobs.items() if blob_id not in self.sent}
-        code = (
-            "import cellar.rerender.sandbox as sandbox; "
-            f"sandbox.run_request({json.dumps({**request, 'blobs': fresh})!r})"
-        )
-        try:
-            reply = json.loads(self.host.run(code, timeout=timeout))
-            self.sent.update(fresh)
-            return reply
-        except TimeoutError:
-            self.host = self._start()  # run() closed the stuck process
-            return {
-                "cells": [],
-                "stopped": f"the worker did not answer within {timeout:g} s (stopped and restarted)",
-                "seconds": timeout,
-            }
-        except PyodideExited as error:  # the worker died under this notebook: it is stale, a new worker goes on
-            self.deaths += 1
-            self.host.close()
-            self.host = self._start()  # a worker that cannot start again stops the batch (raised)
-            return {"cells": [], "stopped": f"{WORKER_DIED} ({error}); a fresh worker was started", "seconds": 0.0}
-        except PyodideError as error:
-            last = str(error).strip().splitlines()[-1:] or ["unknown error"]
-            return {"cells": [], "stopped": f"the sandbox failed: {last[0]}", "seconds": 0.0}
+        has not had yet; a worker that does not answer in time is replaced, and the run stopped.
+
+        A worker whose process ends (a notebook's `process.exit`, a signal, a timer that an earlier
+        notebook left, a crash) is replaced and the notebook run once more in the fresh one, so that
+        no notebook is blamed for another's doing; ended again, the run is stopped with WORKER_DIED
+        and counted in `deaths`."""
+        if self.host.exit_code is not None:  # it ended after its last notebook
+            self._restart()
+        for attempt in range(2):
+            fresh = {blob_id: data for blob_id, data in blobs.items() if blob_id not in self.sent}
+            code = (
+                "import cellar.rerender.sandbox as sandbox; "
+                f"sandbox.run_request({json.dumps({**request, 'blobs': fresh})!r})"
+            )
+            try:
+                reply = json.loads(self.host.run(code, timeout=timeout))
+                self.sent.update(fresh)
+                return reply
+            except TimeoutError:
+                self.host = self._start()  # run() closed the stuck process
+                return {
+                    "cells": [],
+                    "stopped": f"the worker did not answer within {timeout:g} s (stopped and restarted)",
+                    "seconds": timeout,
+                }
+            except PyodideExited as error:
+                exit_code = self.host.exit_code
+                self._restart()  # a worker that cannot start again stops the batch (raised)
+                if attempt:
+                    self.deaths += 1
+                    return {
+                        "cells": [],
+                        "stopped": f"{WORKER_DIED} ({error}), in a fresh worker too: the worker exited "
+                        f"({exit_code}) while running the notebook; a fresh worker was started",
+                        "seconds": 0.0,
+                    }
+            except PyodideError as error:
+                last = str(error).strip().splitlines()[-1:] or ["unknown error"]
+                return {"cells": [], "stopped": f"the sandbox failed: {last[0]}", "seconds": 0.0}
+        raise AssertionError("unreachable: the second attempt returns")
+
+    def _restart(self) -> None:
+        self.host.close()
+        self.host = self._start()
 
     def close(self) -> None:
         self.host.close()
@@ -309,6 +330,7 @@ def rerender(
         worker_starts,
         time.monotonic() - started,
         workers,
+        sandbox=confinement(shutil.which("node") or "node").to_dict(),
     )
     report["worker_deaths"] = sum(deaths)  # notebooks whose worker died: stale, reason WORKER_DIED
     out.mkdir(parents=True, exist_ok=True)

@@ -12,17 +12,18 @@
 // nothing a notebook prints can be mistaken for a reply. {"id", "read": PATH} replies with the
 // bytes of a file in Pyodide's file system in base64 (coded here in Node: in Python it is slow).
 //
-// Python runs on this thread, so nothing here can interrupt it while it runs. A watchdog thread
-// can: Python arms it with `js.cellarArmDeadline(seconds)` (0 disarms), and when the deadline
-// passes the watchdog writes SIGINT into Pyodide's interrupt buffer, which raises
-// KeyboardInterrupt at the next bytecode check. A cell stuck inside one long C call is out of
-// its reach; cellar.rerender.pyodide_host's per-request timeout kills the process for that.
+// Python runs on this thread, so nothing here can interrupt it from outside while it runs. Python
+// arms a deadline with `js.cellarArmDeadline(seconds)` (0 disarms), and the interpreter's own
+// periodic check of its interrupt buffer raises KeyboardInterrupt once the deadline has passed.
+// A cell stuck inside one long C call is out of its reach; cellar.rerender.pyodide_host's
+// per-request timeout kills the process for that.
 
+import { constants as fsConstants } from "node:fs";
 import { readFile } from "node:fs/promises";
+import { constants as osConstants } from "node:os";
 import { dirname, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
-import { Worker } from "node:worker_threads";
 
 const MARK = "\x1ecellar-host ";
 // One string hash seed for every interpreter, here and in the browser tab (web/worker.js): with
@@ -32,6 +33,11 @@ const HASH_SEED = { PYTHONHASHSEED: "0" };
 const reply = (message) => process.stdout.write(MARK + JSON.stringify(message) + "\n");
 const options = JSON.parse(process.argv[2]);
 
+// Emscripten's NODEFS reads the file flags through process.binding("constants"), which Node's
+// permission model refuses; the same constants are public.
+const binding = process.binding;
+process.binding = (name) => (name === "constants" ? { fs: fsConstants, os: osConstants } : binding.call(process, name));
+
 const pyodideModule = await import(pathToFileURL(resolve(options.runtime, "pyodide.mjs")).href);
 const pyodide = await pyodideModule.loadPyodide({
   indexURL: resolve(options.runtime) + "/",
@@ -39,6 +45,20 @@ const pyodide = await pyodideModule.loadPyodide({
   stdout: (line) => process.stderr.write(line + "\n"),
   stderr: (line) => process.stderr.write(line + "\n"),
 });
+// Code a notebook left running (a promise nobody awaits, a callback that throws) must not end the
+// process in the middle of a later notebook, which would then be blamed for it: report, go on;
+// unless Pyodide itself has failed for good (a system call the permission model refused, say),
+// when nothing more can run here: exit, and the host starts a fresh worker.
+const survive = (what) => (error) => {
+  process.stderr.write(`${what}: ${error}\n`);
+  try {
+    pyodide.runPython("0");
+  } catch {
+    process.exit(70);
+  }
+};
+process.on("unhandledRejection", survive("unhandled rejection"));
+process.on("uncaughtException", survive("uncaught exception"));
 // The wheels by path in the same call as the runtime's packages, as the tab does, and half a
 // second sooner than micropip: loadPackage reads no wheel's requirements, so nothing is looked
 // up online. micropip is loaded, not imported: it is there for a notebook that imports it.
@@ -55,26 +75,22 @@ for (const [target, source] of Object.entries(options.files)) {
   pyodide.FS.writeFile(target, await readFile(source));
 }
 
-// interrupt[0]: Pyodide's interrupt buffer; deadline[0]: Date.now() at which to trip it (0: none);
-// wake[0]: bumped to wake the watchdog when the deadline changes.
-const interrupt = new Int32Array(new SharedArrayBuffer(4));
-const deadline = new Float64Array(new SharedArrayBuffer(8));
-const wake = new Int32Array(new SharedArrayBuffer(4));
-pyodide.setInterruptBuffer(interrupt);
-const watchdog = new Worker(`
-  const { workerData: { interrupt, deadline, wake } } = require("node:worker_threads");
-  for (;;) {
-    const seen = Atomics.load(wake, 0);  // read first: a later change makes the wait return at once
-    const due = deadline[0];
-    if (due > 0 && Date.now() >= due) { deadline[0] = 0; Atomics.store(interrupt, 0, 2); continue; }
-    Atomics.wait(wake, 0, seen, due > 0 ? Math.max(1, due - Date.now()) : 60000);
-  }`, { eval: true, workerData: { interrupt, deadline, wake } });
-watchdog.unref();
+// The deadline is checked on this thread, by the interpreter itself: CPython under Emscripten reads
+// `interruptBuffer[0]` every few dozen bytecodes (and writes 0 back), and this "buffer" answers
+// SIGINT (2) once the deadline has passed. No watchdog thread is needed, so the process runs
+// without Node's --allow-worker.
+let deadline = 0; // Date.now() at which to interrupt (0: none)
+const interruptBuffer = {
+  get 0() {
+    if (deadline === 0 || Date.now() < deadline) return 0;
+    deadline = 0;
+    return 2;
+  },
+  set 0(_) {},
+};
+pyodide.setInterruptBuffer(interruptBuffer);
 globalThis.cellarArmDeadline = (seconds) => {
-  Atomics.store(interrupt, 0, 0);
-  deadline[0] = seconds > 0 ? Date.now() + seconds * 1000 : 0;
-  Atomics.add(wake, 0, 1);
-  Atomics.notify(wake, 0);
+  deadline = seconds > 0 ? Date.now() + seconds * 1000 : 0;
 };
 
 const run = pyodide.runPython(`
@@ -112,3 +128,6 @@ for await (const line of createInterface({ input: process.stdin })) {
     reply({ id: request.id, ok: false, error: describe(error, request) });
   }
 }
+// stdin closed: the host is done, or gone. Whatever a notebook left open (a socket, a timer) must
+// not keep this process alive.
+process.exit(0);

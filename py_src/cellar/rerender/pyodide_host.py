@@ -9,25 +9,85 @@ it measures is what the browser tab runs.
 
     with PyodideHost(site / "pyodide", files={"/tmp/in.zip": "in.zip"}) as host:  # copied in
         host.read_file("/tmp/in.zip")   # -> the bytes of a file in Pyodide's file system
+
+Python in Pyodide reaches its JavaScript host (`import js`, `pyodide_js`, `pyodide.code.run_js`),
+so code run here is confined below Python, by the operating system and Node (`confine=True`,
+the default; see `confinement()`):
+
+- Node's permission model: the process may read the runtime folder, the wheels, the files copied
+  in and this module's script, and nothing else; it may write no file, start no child process or
+  worker thread and load no addon. (A file reaches Pyodide through this host: copied in at start
+  or sent over stdin, never read by path from Python.)
+- Where `unshare` works (root, or unprivileged user namespaces): a new network namespace, whose
+  only interface, loopback, is down, so that no connection leaves the process, to 127.0.0.1
+  neither; and a new PID namespace, in which no other process of the machine can be signalled.
+- A scrubbed environment (no variable of the host's is passed on) and a session of its own.
 """
 
 from __future__ import annotations
 
 import base64
+import functools
 import json
+import os
 import selectors
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
 from typing import Any
 
 SCRIPT = Path(__file__).with_name("pyodide_host.mjs")
 MARK = "\x1ecellar-host "
+
+
+# The namespaces `unshare` makes, as root or else as an unprivileged user in a user namespace of
+# its own: a network namespace (loopback down: no network, 127.0.0.1 neither), a PID namespace (no
+# other process to signal) and a mount namespace in which Node runs chrooted into a root that holds
+# only the system's programs and the paths it may read (no other file, no Unix socket of the
+# host's: Node's permission model does not cover connecting to one). --kill-child: killing
+# unshare (a timeout) kills Node with it. Where the mount namespace fails, net and pid alone.
+_UNSHARE = ("--net", "--pid", "--fork", "--kill-child")
+_MOUNT = ("--mount", "--propagation", "private")
+_AS_USER = ("--map-root-user",)
+# What the new root holds besides the paths Node may read: the programs and their libraries.
+SYSTEM_PATHS = ("/usr", "/bin", "/lib", "/lib64", "/sbin", "/dev/null", "/dev/zero", "/dev/random", "/dev/urandom")
+# The empty folder each worker's new root is mounted on, in its own mount namespace (so one
+# folder serves them all, and the host sees it empty).
+ROOT_MOUNT = Path(tempfile.gettempdir()) / "cellar-sandbox-root"
+# Run inside the namespaces: sh -c NEW_ROOT cellar-sandbox MOUNT PATH... -- COMMAND...
+NEW_ROOT = r"""
+set -eu
+PATH=/usr/sbin:/usr/bin:/sbin:/bin  # not exported: Node sees no PATH
+new=$1; shift
+mount -t tmpfs -o mode=0755 cellar-sandbox "$new"
+while [ "$1" != "--" ]; do
+  path=$1; shift
+  # A path that is there already came with a folder bound before it: nothing to do. Only what is
+  # not there is made (mkdir, the empty file a file is bound onto), so only ever in the tmpfs,
+  # never through a bound folder into the host's own files.
+  if [ -e "$new$path" ] || [ -L "$new$path" ]; then continue; fi
+  if [ -L "$path" ]; then mkdir -p "$new$(dirname "$path")"; ln -s "$(readlink "$path")" "$new$path"; continue; fi
+  if [ -d "$path" ]; then mkdir -p "$new$path"; mount --rbind "$path" "$new$path"
+  elif [ -e "$path" ]; then mkdir -p "$new$(dirname "$path")"; : > "$new$path"; mount --bind "$path" "$new$path"
+  else continue
+  fi
+  mount -o remount,bind,ro "$new$path" 2>/dev/null || true
+done
+shift
+mkdir -p "$new/proc"; mount -t proc proc "$new/proc" 2>/dev/null || true
+cd /
+unset OLDPWD PWD  # sh's, which would tell Node the host's working directory
+exec chroot "$new" "$@"
+"""  # The variables Node is started with: none of the host's (secrets, NODE_OPTIONS), and the clock's
+# zone fixed, as the sandbox fixes Python's.
+NODE_ENV = {"TZ": "UTC"}
 
 
 class PyodideError(Exception):
@@ -47,9 +107,128 @@ def _exit_status(code: int) -> str:
     return f"exit status {code}"
 
 
+@dataclass(frozen=True)
+class Confinement:
+    """What confines a Node process running Pyodide, below the sandbox's Python-level refusals.
+
+    `permission`: the flags that turn Node's permission model on (empty where this Node has none);
+    `unshare`: the `unshare` command that starts it in new namespaces (empty where that fails here);
+    `new_root`: whether it runs chrooted into a root of its own (a mount namespace);
+    `missing`: what does not hold on this machine and why, one sentence each.
+    """
+
+    permission: tuple[str, ...]
+    unshare: tuple[str, ...]
+    new_root: bool
+    missing: tuple[str, ...]
+
+    def command(self, node: list[str], readable: list[str]) -> list[str]:
+        """`node` (a command line) confined, `readable` the host paths it may read."""
+        if self.permission:
+            node = [node[0], *self.permission, *(f"--allow-fs-read={path}" for path in readable), *node[1:]]
+        if not self.unshare:
+            return node
+        if not self.new_root:
+            return [*self.unshare, "--", *node]
+        ROOT_MOUNT.mkdir(exist_ok=True)
+        paths = [path for path in SYSTEM_PATHS if os.path.lexists(path)]
+        paths += [path.rstrip(os.sep) for path in [str(Path(node[0]).resolve()), *readable]]
+        return [
+            *self.unshare,
+            "--",
+            shutil.which("sh") or "/bin/sh",
+            "-c",
+            NEW_ROOT,
+            "cellar-sandbox",
+            str(ROOT_MOUNT),
+            *paths,
+            "--",
+            *node,
+        ]
+
+    def namespaces(self) -> list[str]:
+        return (["mount", "net", "pid"] if self.new_root else ["net", "pid"]) if self.unshare else []
+
+    def describe(self) -> str:
+        """One line for a report: which boundaries hold."""
+        held = []
+        if self.permission:
+            held.append(
+                "Node's permission model (reads: the runtime, the wheels and the start files only; "
+                "no file writes, child processes, worker threads or addons)"
+            )
+        if self.unshare:
+            held.append(
+                "new network and PID namespaces (no network, 127.0.0.1 neither; no other process)"
+                + (", chrooted into a root of its own (no other file or Unix socket)" if self.new_root else "")
+            )
+        line = "sandbox boundary: " + (" + ".join(held) if held else "none below Python")
+        return line + "".join(f"; NOT HELD: {reason}" for reason in self.missing)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "permission": list(self.permission),
+            "namespaces": self.namespaces(),
+            "missing": list(self.missing),
+            "summary": self.describe(),
+        }
+
+
+def _works(command: list[str]) -> bool:
+    try:
+        return subprocess.run(command, capture_output=True, timeout=30, env=NODE_ENV).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+@functools.cache
+def confinement(node: str = "node") -> Confinement:
+    """What this machine can confine `node` with, found once per process by trying it.
+
+    The permission model's flag is `--permission` from Node 22 on, `--experimental-permission`
+    in Node 20 and 21; `unshare` needs root or unprivileged user namespaces, and the new root
+    `mount` and `chroot` in the namespace. Set CELLAR_NO_NAMESPACES=1 to go without namespaces
+    (to measure what the permission model alone holds).
+    """
+    node = shutil.which(node) or node
+    missing = []
+    permission: tuple[str, ...] = ()
+    for flag in ("--permission", "--experimental-permission"):
+        for quiet in (("--disable-warning=ExperimentalWarning",), ()):
+            if not permission and _works([node, flag, *quiet, "-e", "0"]):
+                permission = (flag, *quiet)
+    if not permission:
+        missing.append(f"{node} has no permission model (Node 20 or later has): files are not confined")
+    trial = Confinement(permission, (), False, ())
+    if os.environ.get("CELLAR_NO_NAMESPACES"):
+        missing.append("namespaces turned off (CELLAR_NO_NAMESPACES): the network and other processes are reachable")
+        return Confinement(permission, (), False, tuple(missing))
+    if shutil.which("unshare") is None:
+        missing.append("no `unshare` here: the network and other processes are reachable")
+        return Confinement(permission, (), False, tuple(missing))
+    for new_root in (True, False):
+        for user in ((), _AS_USER):
+            unshare = (shutil.which("unshare"), *user, *(_MOUNT if new_root else ()), *_UNSHARE)
+            trial = Confinement(permission, unshare, new_root, ())
+            if _works(trial.command([node, "-e", "0"], [])):
+                if not new_root:
+                    missing.append("no mount namespace here: Unix sockets of the host's are reachable")
+                return Confinement(permission, unshare, new_root, tuple(missing))
+    missing.append(
+        "`unshare --net --pid` is not permitted here (no root, no user namespaces): "
+        "the network and other processes are reachable"
+    )
+    return Confinement(permission, (), False, tuple(missing))
+
+
 class PyodideHost:
     """One Node process running Pyodide, with the given wheels installed, packages loaded and
-    `files` (Pyodide path -> host path) copied into Pyodide's file system."""
+    `files` (Pyodide path -> host path) copied into Pyodide's file system.
+
+    `read`: host folders or files that trusted code (a test, a benchmark) mounts with Emscripten's
+    NODEFS; the confined process may read them too. Never a notebook's: notebooks get their files
+    through `files` or over stdin. `confine=False` starts Node without any of the confinement.
+    """
 
     def __init__(
         self,
@@ -59,6 +238,8 @@ class PyodideHost:
         files: Mapping[str, str | PathLike[str]] | None = None,
         node: str = "node",
         start_timeout: float = 180.0,
+        confine: bool = True,
+        read: Sequence[str | PathLike[str]] = (),
     ) -> None:
         if shutil.which(node) is None:
             raise FileNotFoundError(f"{node}: Node.js is needed to run Pyodide outside a browser")
@@ -73,15 +254,22 @@ class PyodideHost:
         for source in options["files"].values():
             if not Path(source).is_file():
                 raise FileNotFoundError(f"{source}: no such file to copy into Pyodide")
+        node = shutil.which(node) or node
+        self.confinement = confinement(node) if confine else Confinement((), (), False, ("not confined",))
+        readable = [options["runtime"] + os.sep, str(SCRIPT.resolve()), *options["wheels"], *options["files"].values()]
+        readable += [str(Path(path).resolve()) + (os.sep if Path(path).is_dir() else "") for path in read]
+        command = self.confinement.command([node, str(SCRIPT.resolve()), json.dumps(options)], readable)
         started = time.perf_counter()
         self._process = subprocess.Popen(
-            [node, str(SCRIPT), json.dumps(options)],
+            command,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=None,  # Python's output: our stderr
             text=True,
             encoding="utf-8",
             bufsize=1,
+            env=NODE_ENV if confine else None,
+            start_new_session=True,  # no signal a notebook sends to its process group reaches ours
         )
         self._next_id = 0
         self._read_reply(0, start_timeout)
@@ -94,6 +282,11 @@ class PyodideHost:
     def read_file(self, path: str, timeout: float | None = 60.0) -> bytes:
         """The bytes of a file in Pyodide's file system (PyodideError naming it if there is none)."""
         return base64.b64decode(self._request({"read": path}, timeout))
+
+    @property
+    def exit_code(self) -> int | None:
+        """The Node process's exit status once it has ended (a negative signal number if killed)."""
+        return self._process.poll()
 
     def _request(self, request: dict[str, Any], timeout: float | None) -> Any:
         self._next_id += 1
@@ -134,7 +327,10 @@ class PyodideHost:
 
     def close(self) -> None:
         if self._process.poll() is None and self._process.stdin is not None:
-            self._process.stdin.close()
+            try:
+                self._process.stdin.close()
+            except OSError:  # a pipe the process already closed
+                pass
             try:
                 self._process.wait(timeout=5)
             except subprocess.TimeoutExpired:

@@ -148,6 +148,7 @@ def make_report(
     worker_starts: list[float],
     seconds: float,
     workers: int,
+    sandbox: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     counts = Counter(entry["status"] for entry in entries)
     reasons = Counter(reason_key(entry["reason"] or "") for entry in entries if entry["status"] == "stale")
@@ -161,6 +162,7 @@ def make_report(
             "workers": workers,
             "worker_start_seconds": [round(value, 2) for value in sorted(worker_starts)],
         },
+        "sandbox": sandbox,
         "notebooks": entries,
     }
 
@@ -194,6 +196,8 @@ def summary(report: dict[str, Any]) -> str:
         f"\n{total} notebooks in {timings['total_seconds']} s with {timings['workers']} "
         f"worker(s); worker start {timings['worker_start_seconds']} s"
     )
+    if report.get("sandbox"):
+        lines.append(report["sandbox"]["summary"])
     return "\n".join(lines)
 
 

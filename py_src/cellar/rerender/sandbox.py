@@ -17,8 +17,8 @@ formatters for `_repr_html_` and friends), its display publisher receives `displ
 
 - `print` / stderr / warnings -> stream outputs (consecutive writes to one stream merged);
 - `%timeit` runs its statement once, in the notebook's namespace, and prints nothing;
-- `%matplotlib anything` selects the inline backend; `!cmd`, `%sx`, `%pip`, `%%bash` and other
-  shell escapes raise `ShellUnavailable`; `input()` raises IPython's StdinNotImplementedError;
+- `%matplotlib anything` selects the inline backend; `!cmd`, `%sx`, `%pip`, `%%bash`, `os.system`
+  and other shell escapes raise `ShellUnavailable`; `input()` raises IPython's StdinNotImplementedError;
 - no network: sockets, `pyodide.http` and `js.fetch` raise `NetworkRefused` at once.
 
 Files. While a notebook runs, `open`, `io.open`, `os.stat`/`lstat`/`listdir`/`chdir`/`getcwd`/
@@ -190,6 +190,11 @@ def _no_input(*args: Any, **kwargs: Any) -> str:
     from IPython.core.error import StdinNotImplementedError
 
     raise StdinNotImplementedError("input() is not available in the sandbox")
+
+
+def _no_system(command: Any) -> int:
+    """os.system: Emscripten's runs a shell of the host's under Node (child_process.spawnSync)."""
+    raise ShellUnavailable(f"shell commands are not available in the sandbox: os.system({command!r})")
 
 
 def _apply(patches: list[tuple[Any, str, Any]]) -> list[tuple[Any, str, Any]]:
@@ -538,6 +543,7 @@ class _Session:
                 (sys, "stderr", streams["stderr"]),
                 (sys, "stdin", io.StringIO("")),
                 (builtins, "input", _no_input),
+                (os, "system", _no_system),
                 (tempfile, "tempdir", view.scratch),
             ]
         )
