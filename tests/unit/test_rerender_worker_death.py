@@ -24,7 +24,7 @@ MARK = "\\x1ecellar-host "
 def reply(message):
     sys.stdout.write(MARK + json.dumps(message) + "\\n")
     sys.stdout.flush()
-if os.environ.get("FAKE_NODE_FAILS"):
+if os.path.exists({fail_flag!r}):  # a file, not a variable: the worker's environment is scrubbed
     sys.exit(7)
 reply({{"id": 0, "ok": True, "value": json.dumps({{"python": "stand-in"}})}})
 for line in sys.stdin:
@@ -33,7 +33,7 @@ for line in sys.stdin:
         reply({{"id": request["id"], "ok": True, "value": base64.b64encode(b"start files").decode()}})
         continue
     if "DIE_HERE" in request["code"]:
-        os.kill(os.getpid(), signal.SIGKILL)
+        os._exit(9)  # dies (a signal would not do: in a PID namespace the stand-in is PID 1)
     value = None
     if "run_request" in request["code"]:
         value = json.dumps({{"cells": [], "stopped": "not run by the stand-in", "seconds": 0.0}})
@@ -51,7 +51,7 @@ def setting(tmp_path, monkeypatch):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     node = bin_dir / "node"
-    node.write_text(FAKE_NODE.format(python=sys.executable))
+    node.write_text(FAKE_NODE.format(python=sys.executable, fail_flag=str(bin_dir / "fail")))
     node.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setattr(batch.Worker, "CACHE", tmp_path / "worker-start")
@@ -82,7 +82,7 @@ def test_a_worker_that_dies_is_reported_replaced_and_the_exit_status_is_1(settin
     reasons = {entry["path"]: entry["reason"] for entry in report["notebooks"]}
     assert sorted(reasons) == ["a.ipynb", "b.ipynb", "c.ipynb", "d.ipynb", "fifo.ipynb"]
     assert reasons["b.ipynb"].startswith(
-        "the Pyodide worker died (the Node process running Pyodide exited (killed by signal SIGKILL))"
+        "the Pyodide worker died (the Node process running Pyodide exited (exit status 9))"
     )
     assert all(reasons[name] == "not run by the stand-in" for name in ("a.ipynb", "c.ipynb", "d.ipynb"))
     assert reasons["fifo.ipynb"] == "unreadable: a FIFO (named pipe), not a regular file: not opened"
@@ -90,9 +90,9 @@ def test_a_worker_that_dies_is_reported_replaced_and_the_exit_status_is_1(settin
     assert "the Pyodide worker died under 1 notebook(s)" in captured.err
 
 
-def test_a_worker_that_cannot_start_stops_the_batch_with_status_3(setting, capsys, monkeypatch):
+def test_a_worker_that_cannot_start_stops_the_batch_with_status_3(setting, capsys):
     archive, site, out = setting
-    monkeypatch.setenv("FAKE_NODE_FAILS", "1")
+    (archive.parent / "bin" / "fail").touch()
     status = main(["rerender", str(archive), "--out", str(out), "--site", str(site)])
     err = capsys.readouterr().err
     assert status == 3
