@@ -6,10 +6,13 @@
 //                                        fetched into Python, checked and opened (once)
 //   await search.search(query, options) -> the answer contract (see cellar.site.bridge.search for options)
 //
-// The shard's arrays start downloading at once, while Python boots (the embedding model comes
-// with the cellar wheel). Fragments (one per notebook) are fetched on demand: Python names the
-// ones an answer needs, the worker fetches those, and Python answers. A page never downloads the
-// whole shard to show a result.
+// The shard's manifest and boot files (manifest.boot: the cluster centroids) start downloading
+// at once, while Python boots (the embedding model comes with the cellar wheel). Everything else
+// is fetched on demand: Python names the files a search needs next (the postings partitions of
+// the query's terms and the clusters its vector probes, then the containers of the top
+// notebooks), the worker fetches those (gzip files named by their hash; Python checks each
+// against the manifest's SHA-256 and decompresses it), and Python goes on. A page never
+// downloads the whole shard to show a result.
 
 const SHARD_DIR = "/shard";
 
@@ -25,7 +28,7 @@ export function searchClient(cellar, site = new URL("./", import.meta.url)) {
   const place = Promise.all([build, manifest]).then(([b, m]) => {
     const shardUrl = new URL(b.shard, site);
     const files = {};
-    for (const name of ["manifest.json", ...Object.keys(m.files).filter((name) => !name.startsWith("fragments/"))]) {
+    for (const name of ["manifest.json", ...m.boot]) {
       files[`${SHARD_DIR}/${name}`] = new URL(name, shardUrl).href;
     }
     return { shardUrl, files };
@@ -46,13 +49,13 @@ export function searchClient(cellar, site = new URL("./", import.meta.url)) {
     const { shardUrl } = await place;
     await open();
     let files = {};
-    // Two rounds at most: the first names the fragments it lacks, the second has them.
-    for (let round = 0; round < 2; round++) {
+    // Three rounds at most: partitions and clusters, then containers, then the answer.
+    for (let round = 0; round < 3; round++) {
       const answer = await cellar.callWith({ files }, "cellar.site.bridge", "search", query, options, SHARD_DIR);
       if (!answer.fetch) return answer;
       files = Object.fromEntries(answer.fetch.map((name) => [`${SHARD_DIR}/${name}`, new URL(name, shardUrl).href]));
     }
-    throw new Error("the shard's fragments could not be placed in Python's file system");
+    throw new Error("the shard's files could not be placed in Python's file system");
   }
 
   return { manifest, open, search };

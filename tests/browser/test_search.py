@@ -4,7 +4,9 @@ not hold, filters, speaks Dutch, and keeps working with the server gone."""
 
 from __future__ import annotations
 
+import bisect
 import json
+import shutil
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
@@ -13,7 +15,7 @@ from playwright.sync_api import expect
 from tests.browser.conftest import BOOT_TIMEOUT_MS, SCREENSHOTS
 
 from cellar.retrieval.embedding import default_model
-from cellar.retrieval.search import Filters, Searcher
+from cellar.retrieval.search import NUMBER_IN_TEXT, Filters, Searcher
 from cellar.retrieval.shard import open_shard
 from cellar.site.server import serve_in_background
 
@@ -39,8 +41,7 @@ def first_paths(page) -> list[str]:
 def cpython_searcher(site) -> Searcher:
     build = json.loads((site / "build.json").read_text())
     model = default_model()  # the tab's model: the one in the cellar wheel
-    shard = open_shard(site / build["shard"], model)
-    return Searcher(shard.index, model, shard.fragment)
+    return Searcher(open_shard(site / build["shard"], model), model)
 
 
 def test_a_question_typed_while_python_boots_finds_the_table_and_its_citation_opens_the_viewer(
@@ -225,3 +226,69 @@ def test_after_the_first_visit_search_and_viewer_work_with_the_server_stopped(br
     page.screenshot(path=str(SCREENSHOTS / "viewer-offline.png"))
     context.close()
     assert not errors, f"uncaught errors in the page: {errors}"
+
+
+def _shard_name(url: str) -> str | None:
+    return url.split("/shard/", 1)[1] if "/shard/" in url else None
+
+
+def test_a_question_fetches_only_its_partitions_its_clusters_and_the_top_notebooks(
+    page, site_url, site, cpython_searcher
+):
+    """Counting the page's requests: at boot the shard's manifest and boot files; for a question,
+    each once,
+    the postings partitions of its terms, the clusters its vector probes and the containers of
+    its top notebooks, nothing else; asked again, nothing at all."""
+    requested: list[str] = []
+    page.on("request", lambda request: requested.append(name) if (name := _shard_name(request.url)) else None)
+    page.goto(site_url)
+    page.wait_for_function("document.body.dataset.searchReady === 'true'", timeout=BOOT_TIMEOUT_MS)
+    shard = cpython_searcher.source.shard
+    assert set(requested) == {"manifest.json", *shard.manifest["boot"]}  # the page reads the manifest too
+    requested.clear()
+    answer = page.evaluate("q => window.cellar.search(q, {k: 3})", BALLAST)
+    analyzer = cpython_searcher.analyzer
+    terms = {*analyzer.query_terms(BALLAST), *(t for n in NUMBER_IN_TEXT.findall(BALLAST) for t in analyzer.terms(n))}
+    ranking = cpython_searcher.rank(BALLAST, k=3)
+    expected = {
+        *shard.partition_names(terms),
+        *(shard.cluster_name(c) for c in shard.probe(cpython_searcher.model.encode([BALLAST])[0])),
+        *(shard.container_name(n) for n, _, _ in ranking.notebooks),
+    }
+    assert sorted(requested) == sorted(expected)
+    assert len(requested) < len(shard.manifest["files"]) / 2
+    assert [nb["path"] for nb in answer["notebooks"]][0] == BALLAST_NOTEBOOK
+    requested.clear()
+    page.evaluate("q => window.cellar.search(q, {k: 3})", BALLAST)
+    assert requested == []
+
+
+def test_a_flipped_byte_in_a_partition_is_refused_in_the_page_naming_it(browser, site, tmp_path):
+    """A copy of the site whose partition for `ballast` has one byte flipped: the page says the
+    search failed and names the file (its SHA-256 does not match the manifest's)."""
+    copy = tmp_path / "site"
+    copy.mkdir()
+    for entry in site.iterdir():
+        if entry.name != "shard":
+            (copy / entry.name).symlink_to(entry)
+    shutil.copytree(site / "shard", copy / "shard")
+    lexical = json.loads((copy / "shard" / "manifest.json").read_text())["lexical"]
+    name = lexical["files"][bisect.bisect_right(lexical["first"], "ballast") - 1]
+    data = bytearray((copy / "shard" / name).read_bytes())
+    data[len(data) // 2] ^= 0x01
+    (copy / "shard" / name).write_bytes(bytes(data))
+    server = serve_in_background(copy)
+    context = browser.new_context(service_workers="block")
+    page = context.new_page()
+    try:
+        page.goto(f"http://127.0.0.1:{server.server_port}/")
+        page.wait_for_function("document.body.dataset.searchReady === 'true'", timeout=BOOT_TIMEOUT_MS)
+        box = page.get_by_label("Search the archive")
+        box.fill(BALLAST)
+        box.press("Enter")
+        expect(page.locator("#results-count")).to_contain_text(f"{name}: damaged", timeout=BOOT_TIMEOUT_MS)
+        expect(page.locator("#results-count")).to_contain_text("SHA-256 mismatch")
+    finally:
+        context.close()
+        server.shutdown()
+        server.server_close()

@@ -134,26 +134,138 @@ class Ranking:
         return tuple(n for n, _, _ in self.notebooks[: 1 if self.refused else None])
 
 
+class MemorySource:
+    """An in-memory Index as a search source: every postings list and every vector at hand, so
+    the dense ranker is exact (the reference the shard's clustered search is measured against)."""
+
+    def __init__(self, index: Index, fragment: Callable[[int], list[dict[str, Any]]] | None = None) -> None:
+        self.index = index
+        self.notebooks = index.notebooks
+        self.analyzer = index.analyzer
+        self.model_id, self.model_sha256 = index.model_id, index.model_sha256
+        self.calibration = index.calibration
+        self.n_docs = index.bm25.n_docs
+        self.fragment = fragment or index.notebook_chunks
+        self.starts = np.array([nb["start"] for nb in index.notebooks] + [index.n_chunks], dtype=np.int64)
+
+    def require(self, names: Iterable[str]) -> None:
+        pass
+
+    def partition_names(self, terms: Iterable[str]) -> list[str]:
+        return []
+
+    def probe(self, query_vector: np.ndarray) -> list[int]:
+        return []
+
+    def cluster_name(self, c: int) -> str:
+        raise KeyError(c)
+
+    def container_name(self, n: int) -> str:
+        return f"notebook {n}"
+
+    def postings(self, term: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        bm25 = self.index.bm25
+        j = bm25.columns([term])
+        if not j:
+            return None
+        s, e = int(bm25.indptr[j[0]]), int(bm25.indptr[j[0] + 1])
+        rows = bm25.indices[s:e]
+        return rows, bm25.data[s:e], self.index.chunk_kind[rows]
+
+    def dense(self, query_vector: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        rows = np.arange(self.index.n_chunks)
+        return rows, _cosines(self.index.dense(), query_vector), self.index.chunk_kind
+
+    def notebook_vectors(self, n: int) -> np.ndarray:
+        entry = self.notebooks[n]
+        return self.index.dense()[entry["start"] : entry["end"]]
+
+    def notebook_of(self, rows: np.ndarray) -> np.ndarray:
+        return self.index.chunk_notebook[rows]
+
+
+class ShardSource:
+    """A format-2 shard (cellar.retrieval.shard.Shard) as a search source: the postings of the
+    query's terms, the clusters its vector probes, the containers of the top notebooks; each
+    read when first needed (in a browser worker: NeedFiles names what to fetch first)."""
+
+    def __init__(self, shard: Any, nprobe: int | None = None) -> None:
+        self.shard = shard
+        self.notebooks = shard.notebooks
+        self.analyzer = shard.analyzer
+        self.model_id, self.model_sha256 = shard.model_id, shard.model_sha256
+        self.calibration = shard.calibration
+        self.n_docs = shard.n_docs
+        self.nprobe = nprobe or shard.nprobe
+        self.starts = shard.starts
+        self.fragment = shard.fragment
+
+    def require(self, names: Iterable[str]) -> None:
+        self.shard.require(names)
+
+    def partition_names(self, terms: Iterable[str]) -> list[str]:
+        return self.shard.partition_names(terms)
+
+    def probe(self, query_vector: np.ndarray) -> list[int]:
+        return self.shard.probe(query_vector, self.nprobe)
+
+    def cluster_name(self, c: int) -> str:
+        return self.shard.cluster_name(c)
+
+    def container_name(self, n: int) -> str:
+        return self.shard.container_name(n)
+
+    def postings(self, term: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        return self.shard.postings(term)
+
+    def dense(self, query_vector: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        parts = [self.shard.cluster(c) for c in self.probe(query_vector)]
+        rows = np.concatenate([p[0] for p in parts]).astype(np.int64)
+        kinds = np.concatenate([p[1] for p in parts])
+        cosine = np.concatenate([_cosines(p[2], query_vector) for p in parts])
+        order = np.argsort(rows, kind="stable")
+        return rows[order], cosine[order], kinds[order]
+
+    def notebook_vectors(self, n: int) -> np.ndarray:
+        return self.shard.container(n)[1]
+
+    def notebook_of(self, rows: np.ndarray) -> np.ndarray:
+        return self.shard.notebook_of(rows)
+
+
 class Searcher:
-    """Searches one index with one model. ``fragment(n)`` gives notebook n's chunk records
-    (a Shard's ``fragment``, or the index's own records when it holds them)."""
+    """Searches one source (an in-memory Index, or a format-2 Shard: what it fetches on demand)
+    with one model. ``fragment(n)`` gives notebook n's chunk records when searching an Index
+    (default: the index's own records)."""
 
     def __init__(
         self,
-        index: Index,
+        index: Index | Any,
         model: StaticModel,
         fragment: Callable[[int], list[dict[str, Any]]] | None = None,
+        *,
+        nprobe: int | None = None,
     ) -> None:
-        if (model.id, model.sha256) != (index.model_id, index.model_sha256):
+        source: MemorySource | ShardSource = (
+            MemorySource(index, fragment) if isinstance(index, Index) else ShardSource(index, nprobe)
+        )
+        if (model.id, model.sha256) != (source.model_id, source.model_sha256):
             raise ValueError(
-                f"the index was embedded with model {index.model_id} ({index.model_sha256}), not {model.id} ({model.sha256})"
+                f"the index was embedded with model {source.model_id} ({source.model_sha256}), not {model.id} ({model.sha256})"
             )
-        self.index = index
+        self.source = source
+        self.notebooks = source.notebooks
         self.model = model
-        self.fragment = fragment or index.notebook_chunks
-        self.analyzer = Analyzer(index.analyzer)
-        self.calibration = {**DEFAULT_CALIBRATION, **index.calibration.get("thresholds", {})}
-        self._starts = np.array([nb["start"] for nb in index.notebooks], dtype=np.int64)
+        self.fragment = source.fragment
+        self.analyzer = Analyzer(source.analyzer)
+        self.calibration = {**DEFAULT_CALIBRATION, **source.calibration.get("thresholds", {})}
+
+    @property
+    def index(self) -> Index:
+        """The in-memory Index searched (a Searcher over a shard has none)."""
+        if not isinstance(self.source, MemorySource):
+            raise AttributeError("a Searcher over a shard holds no in-memory index")
+        return self.source.index
 
     # -- the query path ---------------------------------------------------------------------
 
@@ -163,38 +275,76 @@ class Searcher:
 
     def rank(self, query: str, k: int = 3, filters: Filters | None = None, mode: str = "hybrid") -> Ranking:
         """The first phase of ``search``: the notebooks, their scores and candidate chunks, and
-        the refusal verdict, from the index's arrays alone (no chunk records are read). Its
-        ``needs`` names the notebooks whose fragments ``answer`` will read, so that a caller
-        that fetches fragments on demand can fetch them all at once."""
+        the refusal verdict. It reads the postings of the query's terms, the clusters its vector
+        probes and the containers of the top ``k`` notebooks (the best one's vectors judge the
+        refusal), no chunk record; asked of a source that has not fetched them, it raises
+        NeedFiles naming them: first the partitions and clusters, then the containers. Its
+        ``needs`` names the notebooks whose records ``answer`` will read."""
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; choose from {list(MODES)}")
         clock = _Clock()
         filters = filters or Filters()
         terms = self.analyzer.query_terms(query)
-        mask = self._mask(filters)
+        numbers = [self.analyzer.terms(number) for number in dict.fromkeys(NUMBER_IN_TEXT.findall(query))]
+        vector = self.model.encode([query])[0] if mode != "bm25" else None
+        clusters = self.source.probe(vector) if vector is not None else []
+        self.source.require(
+            [
+                *self.source.partition_names({*terms, *(t for n in numbers for t in n)}),
+                *(self.source.cluster_name(c) for c in clusters),
+            ]
+        )
+        allowed = self._allowed(filters)
+        wanted = np.zeros(len(KINDS), dtype=bool) if filters.kinds else np.ones(len(KINDS), dtype=bool)
+        wanted[[KINDS.index(kind) for kind in filters.kinds]] = True
         clock.lap("analyse")
-        bm25 = cosine = dense = None
+        columns: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        bm25_rows = np.zeros(0, np.int64)
+        bm25_scores = np.zeros(0, np.float32)
         candidates = []
         if mode != "dense":
-            bm25 = np.where(mask, self.index.bm25.score(terms), 0.0)
-            candidates.append(_top(bm25, DEPTH, floor=0.0))
+            columns = [p for p in map(self.source.postings, terms) if p is not None]
+            if columns:
+                rows = np.concatenate([c[0] for c in columns])
+                bm25_rows, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
+                # one bincount over the gathered columns, in float64, rounded once (as BM25.score)
+                bm25_scores = np.bincount(inverse.ravel(), np.concatenate([c[1] for c in columns])).astype(np.float32)
+                kinds = np.concatenate([c[2] for c in columns])[first]
+                keep = allowed[self.source.notebook_of(bm25_rows)] & wanted[kinds] & (bm25_scores > 0.0)
+                candidates.append(_top_of(bm25_rows[keep], bm25_scores[keep], DEPTH))
         clock.lap("bm25")
-        if mode != "bm25":
-            cosine = self.index.dense() @ self.model.encode([query])[0]
-            dense = np.where(mask, cosine, -np.inf)
-            candidates.append(_top(dense, DEPTH, floor=-np.inf))
+        dense_rows = np.zeros(0, np.int64)
+        dense_scores = np.zeros(0, np.float32)
+        dense_kinds = None
+        if vector is not None:
+            dense_rows, dense_scores, dense_kinds = self.source.dense(vector)
+            keep = allowed[self.source.notebook_of(dense_rows)] & wanted[dense_kinds]
+            candidates.append(_top_of(dense_rows[keep], dense_scores[keep], DEPTH))
         clock.lap("dense")
         weight = {"bm25": 0.0, "dense": 1.0, "hybrid": DENSE_WEIGHT}[mode]
         rows = np.unique(np.concatenate(candidates)) if candidates else np.zeros(0, np.int64)
-        ranked = self._rank(rows, bm25, dense, weight)
-        evidence = self._evidence(query, terms, ranked[0][0] if ranked else None, cosine)
+        owners = self.source.notebook_of(rows)
+        kinds_of = _lookup(rows, *_kinds_table(columns, dense_rows, dense_kinds)).astype(np.int64)
+        ranked = self._rank(
+            rows,
+            owners,
+            kinds_of,
+            _lookup(rows, bm25_rows, bm25_scores, 0.0) if mode != "dense" else None,
+            _lookup(rows, dense_rows, dense_scores, np.nan) if vector is not None else None,
+            weight,
+        )
+        top = [n for n, _, _ in ranked[:k]]
+        if vector is not None and top:
+            self.source.require(self.source.container_name(n) for n in top)
+        evidence = self._evidence(query, terms, numbers, ranked[0][0] if ranked else None, vector)
         refused = self._refuse(evidence, ranked)
         clock.lap("fuse")
         return Ranking(query, mode, tuple(dict.fromkeys(terms)), tuple(ranked[:k]), evidence, refused, clock.laps)
 
     def answer(self, ranking: Ranking) -> Answer:
-        """The second phase of ``search``: the answer contract, reading the fragments of
+        """The second phase of ``search``: the answer contract, reading the records of
         ``ranking.needs`` (and no others)."""
+        self.source.require(self.source.container_name(n) for n in ranking.needs)
         start = time.perf_counter()
         refused, evidence = ranking.refused, ranking.evidence
         shown = [self._notebook(n, score, chunks) for n, score, chunks in ranking.notebooks if n in ranking.needs]
@@ -214,34 +364,51 @@ class Searcher:
             answer["closest"] = shown
         return answer
 
-    def _mask(self, filters: Filters) -> np.ndarray:
-        allowed = np.array([filters.notebook_allowed(nb) for nb in self.index.notebooks], dtype=bool)
-        mask = allowed[self.index.chunk_notebook] if len(allowed) else np.zeros(0, dtype=bool)
-        if filters.kinds:
-            mask &= np.isin(self.index.chunk_kind, [KINDS.index(kind) for kind in filters.kinds])
-        return mask
+    def _allowed(self, filters: Filters) -> np.ndarray:
+        """Per notebook, whether the filters let it in: its catalogue columns, and for a kind
+        filter its kind bitmask (a notebook with no chunk of those kinds is out)."""
+        mask = 0
+        for kind in filters.kinds:
+            mask |= 1 << KINDS.index(kind)
+        return np.array(
+            [filters.notebook_allowed(nb) and (not mask or bool(_kinds_mask(nb) & mask)) for nb in self.notebooks],
+            dtype=bool,
+        ).reshape(-1)
 
     def _rank(
-        self, rows: np.ndarray, bm25: np.ndarray | None, dense: np.ndarray | None, weight: float
+        self,
+        rows: np.ndarray,
+        owner_array: np.ndarray,
+        kind_array: np.ndarray,
+        bm25: np.ndarray | None,
+        dense: np.ndarray | None,
+        weight: float,
     ) -> list[tuple[int, float, list[tuple[int, float]]]]:
         """Notebooks by fused score, each with its candidate chunks by the same fused score.
 
         Per ranker a notebook scores ``_notebook_scores`` of its candidate chunks; the fused score
         is ``(1 - weight) * bm25 / best bm25 + weight * (dense - worst) / (best - worst)``, the
         dense scale taken over the candidate notebooks. Chunks are scaled the same way, so a hit
-        list shows a notebook's chunks in the order that made its score."""
+        list shows a notebook's chunks in the order that made its score. ``bm25`` and ``dense``
+        are the candidates' scores (aligned with ``rows``); a dense score not known (a BM25
+        candidate in a cluster the query did not probe: NaN) adds nothing."""
         if not len(rows):
             return []
-        owners = self.index.chunk_notebook[rows].tolist()
-        kinds = self.index.chunk_kind[rows].tolist()
+        owners = owner_array.tolist()
+        kinds = kind_array.tolist()
         fused_notebooks: dict[int, float] = dict.fromkeys(owners, 0.0)
         fused_chunks = np.zeros(len(rows))
-        for scores, share in ((bm25, 1.0 - weight), (dense, weight)):
-            if scores is None or share == 0.0:
+        for values, share in ((bm25, 1.0 - weight), (dense, weight)):
+            if values is None or share == 0.0:
                 continue
-            values = scores[rows]
-            per_notebook = _notebook_scores(owners, kinds, values.tolist())
-            if scores is bm25:
+            known = ~np.isnan(values)
+            if not known.any():
+                continue
+            picked = np.flatnonzero(known).tolist()
+            per_notebook = _notebook_scores(
+                [owners[i] for i in picked], [kinds[i] for i in picked], values[known].tolist()
+            )
+            if values is bm25:
                 low, span = 0.0, max(per_notebook.values())
             else:
                 low = min(per_notebook.values())
@@ -249,19 +416,24 @@ class Searcher:
             span = span if span > 0 else 1.0
             for n, value in per_notebook.items():
                 fused_notebooks[n] += share * (value - low) / span
-            fused_chunks += share * np.maximum(values - low, 0.0) / span
+            fused_chunks += share * np.where(known, np.maximum(np.nan_to_num(values) - low, 0.0), 0.0) / span
         per: dict[int, list[tuple[int, float]]] = {}
         for i in np.lexsort((rows, -fused_chunks)).tolist():
             per.setdefault(owners[i], []).append((int(rows[i]), float(fused_chunks[i])))
         ranked = []
         for n, chunks in per.items():
-            score = fused_notebooks[n] * (STALE_FACTOR if self.index.notebooks[n]["status"] == "stale" else 1.0)
+            score = fused_notebooks[n] * (STALE_FACTOR if self.notebooks[n]["status"] == "stale" else 1.0)
             ranked.append((n, score, chunks))
         ranked.sort(key=lambda item: (-item[1], item[0]))
         return ranked
 
     def _evidence(
-        self, query: str, terms: Sequence[str], best: int | None, cosine: np.ndarray | None
+        self,
+        query: str,
+        terms: Sequence[str],
+        numbers: Sequence[Sequence[str]],
+        best: int | None,
+        vector: np.ndarray | None,
     ) -> dict[str, Any]:
         """How much of the query the best notebook holds: the idf-weighted share of the query's
         terms (a term the corpus lacks weighs most), the same share over the terms the corpus
@@ -281,17 +453,18 @@ class Searcher:
         distinct = list(dict.fromkeys(terms))
         if best is None:
             return {"coverage": 0.0, "known_coverage": 0.0, "numbers": 0.0, "similarity": None, "missing": distinct}
-        entry = self.index.notebooks[best]
+        entry = self.notebooks[best]
         meta = entry["meta"]
         catalogue = {term for key in CATALOGUE_FIELDS if key in meta for term in self.analyzer.terms(str(meta[key]))}
-        numbers = [self.analyzer.terms(number) for number in dict.fromkeys(NUMBER_IN_TEXT.findall(query))]
         in_text = {term: self._in_notebook(term, entry) for term in {*distinct, *(t for n in numbers for t in n)}}
         held = {term: found or term in catalogue for term, found in in_text.items()}
         judged = [term for term in distinct if in_text[term] or term not in catalogue] or distinct
-        weights = [self.index.bm25.idf(term) for term in judged]
-        known = [(w, t) for w, t in zip(weights, judged) if t in self.index.bm25]
+        weights = [self._idf(term) for term in judged]
+        known = [(w, t) for w, t in zip(weights, judged) if self.source.postings(t) is not None]
         found = [all_terms for all_terms in numbers if any(held[t] for t in all_terms)]
-        similarity = float(np.max(cosine[entry["start"] : entry["end"]])) if cosine is not None else None
+        similarity = None
+        if vector is not None and entry["end"] > entry["start"]:
+            similarity = float(np.max(_cosines(self.source.notebook_vectors(best), vector)))
         return {
             "coverage": _share(zip(weights, judged), held),
             "known_coverage": _share(known, held),
@@ -301,8 +474,17 @@ class Searcher:
         }
 
     def _in_notebook(self, term: str, entry: Mapping[str, Any]) -> bool:
-        rows = self.index.bm25.documents(term)
+        postings = self.source.postings(term)
+        if postings is None:
+            return False
+        rows = postings[0]
         return bool(np.any((rows >= entry["start"]) & (rows < entry["end"])))
+
+    def _idf(self, term: str) -> float:
+        """Lucene's idf of ``term`` from the archive's statistics (df: its postings' length)."""
+        postings = self.source.postings(term)
+        df = 0 if postings is None else len(postings[0])
+        return float(np.log1p((self.source.n_docs - df + 0.5) / (df + 0.5)))
 
     def _refuse(self, evidence: Mapping[str, Any], ranked: Sequence[Any]) -> bool:
         return not ranked or refuses(evidence, self.calibration)
@@ -331,11 +513,12 @@ class Searcher:
         return reason
 
     def _notebook(self, n: int, score: float, rows: Sequence[tuple[int, float]]) -> NotebookResult:
-        entry = self.index.notebooks[n]
+        entry = self.notebooks[n]
         records = self.fragment(n)
         start = entry["start"]
+        kinds = {row: KINDS.index(records[row - start]["kind"]) for row, _ in rows}
         hits: list[Hit] = []
-        for row, chunk_score in _diverse(rows, self.index.chunk_kind)[:HITS_PER_NOTEBOOK]:
+        for row, chunk_score in _diverse(rows, kinds)[:HITS_PER_NOTEBOOK]:
             record = records[row - start]
             hit: Hit = {
                 "chunk_id": record["id"], "kind": record["kind"], "cell": record["cell"],
@@ -406,12 +589,48 @@ def _heading_above(records: Sequence[Mapping[str, Any]], cell: int) -> Neighbour
     return None
 
 
-def _top(scores: np.ndarray, depth: int, floor: float) -> np.ndarray:
-    """Rows of the ``depth`` best scores above ``floor``, best first (ties: lower row first)."""
-    candidates = np.flatnonzero(scores > floor)
+def _top_of(rows: np.ndarray, scores: np.ndarray, depth: int) -> np.ndarray:
+    """The rows (ascending) of the ``depth`` best ``scores``, best first (ties: lower row first).
+    The same selection as over a full score vector: the same argpartition of the same values."""
+    candidates = np.arange(len(rows))
     if len(candidates) > depth:
-        candidates = candidates[np.argpartition(-scores[candidates], depth - 1)[:depth]]
-    return candidates[np.lexsort((candidates, -scores[candidates]))]
+        candidates = candidates[np.argpartition(-scores, depth - 1)[:depth]]
+    picked = rows[candidates]
+    return picked[np.lexsort((picked, -scores[candidates]))]
+
+
+def _cosines(vectors: np.ndarray, query_vector: np.ndarray) -> np.ndarray:
+    """The cosines of float32 unit rows with the query, summed in float64 row by row: the same
+    value for a row whether it is scored with all rows (in memory) or with its cluster (a shard),
+    which a float32 matrix product does not promise (its blocking depends on the rows given)."""
+    return np.einsum("ij,j->i", vectors, query_vector.astype(np.float64), dtype=np.float64, optimize=False)
+
+
+def _lookup(rows: np.ndarray, keys: np.ndarray, values: np.ndarray, missing: float) -> np.ndarray:
+    """``values`` at ``rows`` by the ascending ``keys``; ``missing`` where a row is not a key."""
+    out = np.full(len(rows), missing, dtype=np.float64)
+    if len(keys):
+        at = np.minimum(np.searchsorted(keys, rows), len(keys) - 1)
+        hit = keys[at] == rows
+        out[hit] = values[at[hit]]
+    return out
+
+
+def _kinds_table(
+    columns: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]], dense_rows: np.ndarray, dense_kinds: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """(rows ascending, their kind codes, a filler) from what was read: postings and clusters."""
+    rows = [c[0] for c in columns] + ([dense_rows] if dense_kinds is not None else [])
+    kinds = [c[2] for c in columns] + ([dense_kinds] if dense_kinds is not None else [])
+    if not rows:
+        return np.zeros(0, np.int64), np.zeros(0, np.uint8), 0.0
+    keys, first = np.unique(np.concatenate(rows), return_index=True)
+    return keys, np.concatenate(kinds)[first], 0.0
+
+
+def _kinds_mask(entry: Mapping[str, Any]) -> int:
+    """A notebook's kind bitmask (bit i: a chunk of KINDS[i]); an entry without one has all."""
+    return int(entry.get("kinds", (1 << len(KINDS)) - 1))
 
 
 def _notebook_scores(owners: Sequence[int], kinds: Sequence[int], scores: Sequence[float]) -> dict[int, float]:
@@ -438,7 +657,7 @@ def _share(weighted_terms: Iterable[tuple[float, str]], present: Mapping[str, bo
     return round(sum(w for w, t in pairs if present[t]) / total, 4) if total else 0.0
 
 
-def _diverse(chunks: Sequence[tuple[int, float]], kinds: np.ndarray) -> list[tuple[int, float]]:
+def _diverse(chunks: Sequence[tuple[int, float]], kinds: Mapping[int, int]) -> list[tuple[int, float]]:
     """A notebook's chunks (best first) reordered so that the best of each kind comes first, in
     score order, then the rest: the hits show the markdown, code and output that match rather
     than five windows of one kind (the heading text that every chunk under it carries makes
