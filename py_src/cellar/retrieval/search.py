@@ -36,9 +36,16 @@ The query path runs in a browser worker, so it uses NumPy alone:
 5. the answer contract of DESIGN.md, with a neighbourhood per notebook: the heading above the
    best hit, its cell, the next two cells and their outputs.
 
-Steps 1-4 read the index's arrays alone; step 5 reads chunk records, one fragment per notebook
-shown. ``Searcher.search`` is ``answer(rank(...))``: a browser that fetches fragments on demand
-calls ``rank``, fetches the fragments its ``needs`` names in one round trip, then ``answer``.
+Steps 1-4 read postings, vectors and the notebook table; step 5 reads chunk records, one
+container per notebook shown. The source is an in-memory Index (``MemorySource``: every vector,
+so the dense ranker is exact) or a format-2 shard (``ShardSource``: the postings partitions of
+the query's terms, the clusters its vector probes, whose int8 codes give the candidates' exact
+scores, and the containers of the top notebooks, whose vectors give the refusal's similarity).
+A BM25 candidate in a cluster the query did not probe has no dense score; it adds nothing to
+the dense side of the fusion (probing every cluster, a shard answers as the Index does, to the
+byte). ``Searcher.search`` is ``answer(rank(...))``; a browser that fetches files on demand calls
+``search`` and, on NeedFiles, fetches the files it names in one round and calls again: first
+the partitions and clusters, then the containers.
 """
 
 from __future__ import annotations

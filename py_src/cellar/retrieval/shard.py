@@ -70,7 +70,11 @@ MANIFEST = "manifest.json"
 MANIFEST_KEYS = ("model", "analyzer", "bm25", "counts", "calibration", "notebooks", "files", "lexical", "dense")
 MAGIC = b"CELLAR2\n"
 PARTITION_POSTINGS = 4096  # postings per terms partition (a term is never split)
-RECALL_TARGET = 0.95  # recall@50 of the clustered dense search against exact search, at build
+RECALL_TARGET = 0.95  # recall@50 of the clustered dense search against exact search, on questions
+# ... reached at build on pseudo-questions, the chunks' own vectors, which lie nearer their
+# centroids than questions do: a margin. Measured on ../shared/corpus (125 clusters) against
+# the dev questions: 0.957 on chunks gave 0.940 on questions, 0.983 gave 0.979.
+PSEUDO_TARGET = 0.975
 DEPTH = 50
 
 
@@ -186,7 +190,7 @@ def ivf_recall(
 
 
 def choose_nprobe(dense: np.ndarray, centroids: np.ndarray, assign: np.ndarray, seed: int = 0) -> tuple[int, float]:
-    """The fewest clusters to probe for ``RECALL_TARGET`` recall@50 on pseudo-queries (chunks'
+    """The fewest clusters to probe for ``PSEUDO_TARGET`` recall@50 on pseudo-queries (chunks'
     own vectors, a sample of 200), and that recall."""
     rng = np.random.default_rng(seed)
     queries = dense[rng.choice(len(dense), min(200, len(dense)), replace=False)]
@@ -194,9 +198,9 @@ def choose_nprobe(dense: np.ndarray, centroids: np.ndarray, assign: np.ndarray, 
     nprobe = 1
     while True:
         recall = ivf_recall(dense, centroids, assign, queries, nprobe)
-        if recall >= RECALL_TARGET or nprobe >= k:
+        if recall >= PSEUDO_TARGET or nprobe >= k:
             return nprobe, round(recall, 4)
-        nprobe = min(k, max(nprobe + 1, int(nprobe * 1.25)))
+        nprobe = min(k, max(nprobe + 1, int(nprobe * 1.15)))
 
 
 def _partitions(terms: list[str], indptr: np.ndarray, target: int) -> list[tuple[int, int]]:
