@@ -263,9 +263,11 @@ def test_a_question_fetches_only_its_partitions_its_clusters_and_the_top_noteboo
     assert requested == []
 
 
-def test_a_flipped_byte_in_a_partition_is_refused_in_the_page_naming_it(browser, site, tmp_path):
+@pytest.mark.parametrize("damage", ["flip", "remove"])
+def test_a_flipped_byte_in_a_partition_is_refused_in_the_page_naming_it(browser, site, tmp_path, damage):
     """A copy of the site whose partition for `ballast` has one byte flipped: the page says the
-    search failed and names the file (its SHA-256 does not match the manifest's)."""
+    search failed and names the file (its SHA-256 does not match the manifest's); a partition
+    that is missing is named too (the server's 404 for it)."""
     copy = tmp_path / "site"
     copy.mkdir()
     for entry in site.iterdir():
@@ -277,6 +279,8 @@ def test_a_flipped_byte_in_a_partition_is_refused_in_the_page_naming_it(browser,
     data = bytearray((copy / "shard" / name).read_bytes())
     data[len(data) // 2] ^= 0x01
     (copy / "shard" / name).write_bytes(bytes(data))
+    if damage == "remove":
+        (copy / "shard" / name).unlink()
     server = serve_in_background(copy)
     context = browser.new_context(service_workers="block")
     page = context.new_page()
@@ -286,8 +290,11 @@ def test_a_flipped_byte_in_a_partition_is_refused_in_the_page_naming_it(browser,
         box = page.get_by_label("Search the archive")
         box.fill(BALLAST)
         box.press("Enter")
-        expect(page.locator("#results-count")).to_contain_text(f"{name}: damaged", timeout=BOOT_TIMEOUT_MS)
-        expect(page.locator("#results-count")).to_contain_text("SHA-256 mismatch")
+        if damage == "flip":
+            expect(page.locator("#results-count")).to_contain_text(f"{name}: damaged", timeout=BOOT_TIMEOUT_MS)
+            expect(page.locator("#results-count")).to_contain_text("SHA-256 mismatch")
+        else:
+            expect(page.locator("#results-count")).to_contain_text(f"{name}: 404", timeout=BOOT_TIMEOUT_MS)
     finally:
         context.close()
         server.shutdown()
