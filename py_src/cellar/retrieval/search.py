@@ -266,6 +266,7 @@ class Searcher:
         self.fragment = source.fragment
         self.analyzer = Analyzer(source.analyzer)
         self.calibration = {**DEFAULT_CALIBRATION, **source.calibration.get("thresholds", {})}
+        self._allowed_cache: dict[Filters, np.ndarray] = {}
 
     @property
     def index(self) -> Index:
@@ -373,7 +374,15 @@ class Searcher:
 
     def _allowed(self, filters: Filters) -> np.ndarray:
         """Per notebook, whether the filters let it in: its catalogue columns, and for a kind
-        filter its kind bitmask (a notebook with no chunk of those kinds is out)."""
+        filter its kind bitmask (a notebook with no chunk of those kinds is out). Kept per
+        filters: a page asks many questions under the same ones."""
+        if filters not in self._allowed_cache:
+            if len(self._allowed_cache) > 32:
+                self._allowed_cache.clear()
+            self._allowed_cache[filters] = self._allowed_now(filters)
+        return self._allowed_cache[filters]
+
+    def _allowed_now(self, filters: Filters) -> np.ndarray:
         mask = 0
         for kind in filters.kinds:
             mask |= 1 << KINDS.index(kind)

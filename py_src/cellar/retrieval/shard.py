@@ -169,6 +169,16 @@ def kmeans(x: np.ndarray, k: int, iterations: int = 15, seed: int = 0, sample: i
     return centroids
 
 
+def nearest_centroid(x: np.ndarray, centroids: np.ndarray, batch: int = 65_536) -> np.ndarray:
+    """The cluster of each row of ``x`` (in batches: a whole archive's similarity matrix with
+    every centroid would not fit in memory)."""
+    return (
+        np.concatenate([(x[first : first + batch] @ centroids.T).argmax(axis=1) for first in range(0, len(x), batch)])
+        if len(x)
+        else np.zeros(0, dtype=np.int64)
+    )
+
+
 def cluster_count(n_chunks: int) -> int:
     """About the square root of the chunks: a cluster and the centroid table grow alike."""
     return max(1, min(n_chunks, round(math.sqrt(n_chunks))))
@@ -260,7 +270,7 @@ def shard_files(
     dense = index.dense()
     k = clusters or cluster_count(index.n_chunks)
     centroids = kmeans(dense, k)
-    assign = (dense @ centroids.T).argmax(axis=1)
+    assign = nearest_centroid(dense, centroids)
     nprobe, recall = choose_nprobe(dense, centroids, assign)
     cluster_files = []
     for c in range(k):
