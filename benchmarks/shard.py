@@ -39,8 +39,9 @@ import numpy as np
 from cellar.retrieval.embedding import default_model
 from cellar.retrieval.evaluation import evaluate, read_gold
 from cellar.retrieval.index import build_index_from_directory
-from cellar.retrieval.search import DEPTH, Searcher, _cosines
+from cellar.retrieval.search import DEPTH, Searcher
 from cellar.retrieval.shard import MANIFEST, Shard, shard_files
+from cellar.retrieval.sources import cosines
 
 ROOT = Path(__file__).resolve().parents[1]
 FORMAT1_REF = "sec-batch"
@@ -159,7 +160,7 @@ def measure(archive: Path, gold_path: Path, format1: Any) -> dict[str, Any]:
     for nprobe in sorted({max(1, shard.nprobe // 2), shard.nprobe, min(k, shard.nprobe * 2)}):
         found = 0.0
         for vector in vectors:
-            exact = np.argsort(-_cosines(dense, vector), kind="stable")[:DEPTH]
+            exact = np.argsort(-cosines(dense, vector), kind="stable")[:DEPTH]
             rows, cosine, _ = Searcher(shard, model, nprobe=nprobe).source.dense(vector)
             approx = rows[np.argsort(-cosine, kind="stable")[:DEPTH]]
             found += len(np.intersect1d(exact, approx)) / len(exact)
