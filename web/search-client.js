@@ -5,6 +5,10 @@
 //   await search.open()               -> {notebooks, chunks, kinds: {kind: count}, model}: the shard
 //                                        fetched into Python, checked and opened (once)
 //   await search.search(query, options) -> the answer contract (see cellar.site.bridge.search for options)
+//   search.keepFetched()              -> asks the service worker (once it is active) to keep the
+//                                        shard files fetched so far, so a question asked once
+//                                        works offline (the worker's own fetches bypass a service
+//                                        worker that came after it)
 //
 // The shard's manifest and boot files (manifest.boot: the cluster centroids) start downloading
 // at once, while Python boots (the embedding model comes with the cellar wheel). Everything else
@@ -45,6 +49,18 @@ export function searchClient(cellar, site = new URL("./", import.meta.url)) {
     return opened;
   }
 
+  const fetchedUrls = new Set();
+  function keepFetched() {
+    if (!("serviceWorker" in navigator) || !fetchedUrls.size) return;
+    navigator.serviceWorker.getRegistration(site.href).then((registration) => {
+      const worker = registration && registration.active;
+      if (!worker || !fetchedUrls.size) return;
+      const urls = [...fetchedUrls];
+      fetchedUrls.clear();
+      worker.postMessage({ type: "keep", urls });
+    }, () => {});
+  }
+
   async function search(query, options = {}) {
     const { shardUrl } = await place;
     await open();
@@ -52,11 +68,15 @@ export function searchClient(cellar, site = new URL("./", import.meta.url)) {
     // Three rounds at most: partitions and clusters, then containers, then the answer.
     for (let round = 0; round < 3; round++) {
       const answer = await cellar.callWith({ files }, "cellar.site.bridge", "search", query, options, SHARD_DIR);
-      if (!answer.fetch) return answer;
+      Object.values(files).forEach((url) => fetchedUrls.add(url));
+      if (!answer.fetch) {
+        keepFetched();
+        return answer;
+      }
       files = Object.fromEntries(answer.fetch.map((name) => [`${SHARD_DIR}/${name}`, new URL(name, shardUrl).href]));
     }
     throw new Error("the shard's files could not be placed in Python's file system");
   }
 
-  return { manifest, open, search };
+  return { manifest, open, search, keepFetched };
 }

@@ -88,6 +88,21 @@ self.addEventListener("install", (event) => {
   })());
 });
 
+// The page's search asks to keep the shard files it fetched (search-client.js keepFetched): its
+// Python worker may predate this service worker, whose fetch handler then never saw them. Only
+// files the shard's manifest lists are kept.
+self.addEventListener("message", (event) => {
+  if (event.data?.type !== "keep" || !Array.isArray(event.data.urls)) return;
+  event.waitUntil((async () => {
+    const build = await json("build.json");
+    const manifest = await json(`${build.shard}manifest.json`);
+    const shard = new URL(build.shard, SITE).href;
+    const listed = event.data.urls.filter((url) => url.startsWith(shard) && url.slice(shard.length) in manifest.files);
+    const cache = await caches.open(CACHE);
+    await Promise.all(listed.map(async (url) => (await cache.match(url)) || cache.add(url)));
+  })().catch(() => {}));
+});
+
 self.addEventListener("activate", (event) => {
   event.waitUntil((async () => {
     const names = await caches.keys();

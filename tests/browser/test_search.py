@@ -299,3 +299,63 @@ def test_a_flipped_byte_in_a_partition_is_refused_in_the_page_naming_it(browser,
         context.close()
         server.shutdown()
         server.server_close()
+
+
+def test_a_question_asked_once_works_offline_when_the_shard_is_too_large_to_keep_whole(browser, site, tmp_path):
+    """With a shard over the service worker's size limit (here: a limit of 0 bytes), install keeps
+    only its boot files; the files each search fetched are kept as it goes (even those fetched
+    before the service worker came), so the questions asked online are answered offline, and a
+    question never asked is not."""
+    copy = tmp_path / "site"
+    copy.mkdir()
+    for entry in site.iterdir():
+        if entry.name != "sw.js":
+            (copy / entry.name).symlink_to(entry)
+    sw = (site / "sw.js").read_text()
+    assert "const OFFLINE_SHARD_BYTES = 20e6;" in sw
+    (copy / "sw.js").write_text(sw.replace("const OFFLINE_SHARD_BYTES = 20e6;", "const OFFLINE_SHARD_BYTES = 0;"))
+    server = serve_in_background(copy)
+    url = f"http://127.0.0.1:{server.server_port}/"
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(BOOT_TIMEOUT_MS)
+    requested: set[str] = set()
+    page.on("request", lambda request: requested.add(name) if (name := _shard_name(request.url)) else None)
+    second = "GZ-kromme vrachtschip"
+    count_cached = """async () => {
+        const names = [];
+        for (const key of await caches.keys()) {
+            for (const request of await (await caches.open(key)).keys()) names.push(request.url);
+        }
+        return names.filter((u) => u.includes('/shard/')).map((u) => u.split('/shard/')[1]);
+    }"""
+    try:
+        page.goto(f"{url}?q={BALLAST}")
+        answered(page, BALLAST)
+        page.evaluate("() => navigator.serviceWorker.ready")
+        page.wait_for_function("navigator.serviceWorker.controller !== null")
+        expect(page.locator("#offline-status")).to_contain_text("offline use")
+        assert page.evaluate("q => window.cellar.search(q)", second)["notebooks"]
+        for _ in range(100):
+            cached = set(page.evaluate(count_cached))
+            if requested <= cached:
+                break
+            page.wait_for_timeout(100)
+        assert requested <= cached, sorted(requested - cached)
+        manifest = json.loads((site / "shard" / "manifest.json").read_text())
+        assert len(cached) < len(manifest["files"])  # not the whole shard
+    finally:
+        server.shutdown()
+        server.server_close()
+    page.reload()
+    answered(page, BALLAST)
+    assert first_paths(page)[0] == BALLAST_NOTEBOOK
+    box = page.get_by_label("Search the archive")
+    box.fill(second)
+    box.press("Enter")
+    answered(page, second)
+    assert first_paths(page)[0] == "2016/16-008 Stabiliteit/gz_kromme_16008.ipynb"
+    box.fill("mooring line tension of the spread mooring")
+    box.press("Enter")
+    expect(page.locator("#results-count")).to_contain_text("The search failed")
+    context.close()
