@@ -380,19 +380,19 @@ def run_cellar_into(out: Path, digest: str, what: str, arguments: list[str], acc
     return out
 
 
-def step_rerender(corpus: Path) -> Path:
+def step_rerender(corpus: Path, site: Path = SITE, rerendered: Path = RERENDERED) -> Path:
     """Re-run the archive's notebooks in Pyodide with `cellar rerender` into build/rerendered,
     using the runtime and wheels already in site/ (skipped when nothing changed)."""
-    digest = fingerprint(*archive_files(corpus), SITE / "build.json")
+    digest = fingerprint(*archive_files(corpus), site / "build.json")
     return run_cellar_into(
-        RERENDERED,
+        rerendered,
         digest,
         "rerender",
-        ["rerender", str(corpus), "--out", str(RERENDERED), "--site", str(SITE), "--workers", str(RERENDER_WORKERS)],
+        ["rerender", str(corpus), "--out", str(rerendered), "--site", str(site), "--workers", str(RERENDER_WORKERS)],
     )
 
 
-def step_index(corpus: Path, gold: Path | None, rerendered: Path | None) -> Path:
+def step_index(corpus: Path, gold: Path | None, rerendered: Path | None, shard: Path = SHARD) -> Path:
     """Index the archive into build/shard with `cellar index` (skipped when nothing changed): the
     fresh outputs of `rerendered` (None: the saved outputs, unchecked); with a gold set, the
     refusal thresholds are calibrated on it."""
@@ -402,7 +402,7 @@ def step_index(corpus: Path, gold: Path | None, rerendered: Path | None) -> Path
     fresh_outputs = ["--rerendered", str(rerendered)] if rerendered else []
     # exit status 1: some files were skipped and reported; the shard is still written
     return run_cellar_into(
-        SHARD, digest, "index", ["index", str(corpus), "--out", str(SHARD), *calibrate, *fresh_outputs], accept=(0, 1)
+        shard, digest, "index", ["index", str(corpus), "--out", str(shard), *calibrate, *fresh_outputs], accept=(0, 1)
     )
 
 
@@ -493,10 +493,25 @@ def write_if_changed(target: Path, content: str) -> bool:
     return True
 
 
-def step_site(corpus: Path = DEMO_ARCHIVE, gold: Path | None = None, rerender: bool = True) -> Path:
-    """Assemble site/: first what runs Python (so that `cellar rerender` can use it), then the
-    fresh notebooks, the shard made from them, and everything else; stale files are removed."""
+def work_folder(out: Path) -> Path:
+    """Where the build keeps the re-rendered notebooks and the shard of the site at `out`:
+    build/ for site/, build/sites/<hash of the path>/ for another (so sites never share them)."""
+    if out.resolve() == SITE.resolve():
+        return ROOT / "build"
+    return ROOT / "build" / "sites" / hashlib.sha256(str(out.resolve()).encode()).hexdigest()[:16]
+
+
+def step_site(corpus: Path = DEMO_ARCHIVE, gold: Path | None = None, rerender: bool = True, out: Path = SITE) -> Path:
+    """Assemble the site in `out` (site/ by default): first what runs Python (so that `cellar
+    rerender` can use it), then the fresh notebooks, the shard made from them, and everything
+    else; stale files are removed. Another `out` leaves site/ and the demo's build/ alone."""
     started = time.perf_counter()
+    out = out.resolve()
+    if out.is_dir() and any(out.iterdir()) and not (out / "build.json").is_file():
+        raise BuildError(f"{out}: a folder that holds no site (build.json missing): not replaced")
+    SITE = out  # noqa: N806 (the site being built, site/ unless --out says otherwise)
+    work = work_folder(out)
+    work.mkdir(parents=True, exist_ok=True)
     if not corpus.is_dir():
         raise BuildError(f"{corpus}: no such folder to index")
     if gold is not None and not gold.is_file():
@@ -518,8 +533,8 @@ def step_site(corpus: Path = DEMO_ARCHIVE, gold: Path | None = None, rerender: b
         "rendered": "rendered/" if rerender else None,
     }
     written += write_if_changed(SITE / "build.json", json.dumps(manifest, indent=1))
-    rerendered = step_rerender(corpus) if rerender else None
-    shard = step_index(corpus, gold, rerendered)
+    rerendered = step_rerender(corpus, SITE, work / "rerendered") if rerender else None
+    shard = step_index(corpus, gold, rerendered, work / "shard")
     plan.update(content_plan(bundles, corpus, shard, rerendered))
     written += sum(sync_file(source, SITE / relative) for relative, source in plan.items())
     lessons = [{"folder": folder, "files": files} for folder, files in lesson_files().items()]
@@ -568,9 +583,9 @@ def step_browser() -> None:
 
 
 def command_serve(args: argparse.Namespace) -> int:
-    step_site(args.corpus, args.gold, not args.no_rerender)
+    site = step_site(args.corpus, args.gold, not args.no_rerender, args.out)
     return subprocess.call(
-        [str(venv_python()), "-m", "cellar", "serve", str(SITE), "--host", args.host, "--port", str(args.port)]
+        [str(venv_python()), "-m", "cellar", "serve", str(site), "--host", args.host, "--port", str(args.port)]
     )
 
 
@@ -601,6 +616,10 @@ def command_test(args: argparse.Namespace) -> int:
     return subprocess.call([str(venv_python()), "-m", "pytest", *args.pytest_args], cwd=ROOT)
 
 
+OUT_HELP = (
+    "the folder to assemble the site in (default: site/); another folder leaves site/ alone, so "
+    "several archives can be built and served side by side"
+)
 NO_RERENDER_HELP = (
     "index the saved outputs as they are, without re-running the notebooks first "
     "(quicker for a large archive; every notebook's status is then `unchecked`)"
@@ -624,6 +643,7 @@ def main(argv: list[str] | None = None) -> int:
         help="a gold set to calibrate refusal on (default: the thresholds calibrated on the shared dev set)",
     )
     site.add_argument("--no-rerender", action="store_true", help=NO_RERENDER_HELP)
+    site.add_argument("--out", type=Path, default=SITE, help=OUT_HELP)
     commands.add_parser("browser", help="make sure Chromium is installed for the browser tests")
     serve = commands.add_parser("serve", help="build the site and serve it")
     serve.add_argument("--host", default="127.0.0.1")
@@ -637,6 +657,7 @@ def main(argv: list[str] | None = None) -> int:
         help="a gold set to calibrate refusal on (default: the thresholds calibrated on the shared dev set)",
     )
     serve.add_argument("--no-rerender", action="store_true", help=NO_RERENDER_HELP)
+    serve.add_argument("--out", type=Path, default=SITE, help=OUT_HELP)
     test = commands.add_parser("test", help="build the site and run the whole test suite")
     test.add_argument("pytest_args", nargs=argparse.REMAINDER, help="passed on to pytest")
     args = parser.parse_args(argv)
@@ -651,7 +672,7 @@ def main(argv: list[str] | None = None) -> int:
             "browser": step_browser,
             "wheel": lambda: (step_setup(), step_wheel()),
             "js": step_js,
-            "site": lambda: step_site(args.corpus, args.gold, not args.no_rerender),
+            "site": lambda: step_site(args.corpus, args.gold, not args.no_rerender, args.out),
         }
         steps[args.command]()
         return 0

@@ -298,7 +298,10 @@ function neighbourhood(notebook) {
 let kept = null;
 function keepOffline() {
   kept ??= registerOffline().then(
-    () => { $("offline-status").textContent = "This site is kept for offline use: it works without a network from now on."; },
+    () => {
+      client.keepFetched();  // what the searches so far fetched, before the service worker was there
+      $("offline-status").textContent = "This site is kept for offline use: it works without a network from now on.";
+    },
     (error) => { $("offline-status").textContent = `Offline use is not available: ${error.message}`; });
 }
 

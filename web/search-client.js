@@ -5,11 +5,18 @@
 //   await search.open()               -> {notebooks, chunks, kinds: {kind: count}, model}: the shard
 //                                        fetched into Python, checked and opened (once)
 //   await search.search(query, options) -> the answer contract (see cellar.site.bridge.search for options)
+//   search.keepFetched()              -> asks the service worker (once it is active) to keep the
+//                                        shard files fetched so far, so a question asked once
+//                                        works offline (the worker's own fetches bypass a service
+//                                        worker that came after it)
 //
-// The shard's arrays start downloading at once, while Python boots (the embedding model comes
-// with the cellar wheel). Fragments (one per notebook) are fetched on demand: Python names the
-// ones an answer needs, the worker fetches those, and Python answers. A page never downloads the
-// whole shard to show a result.
+// The shard's manifest and boot files (manifest.boot: the cluster centroids) start downloading
+// at once, while Python boots (the embedding model comes with the cellar wheel). Everything else
+// is fetched on demand: Python names the files a search needs next (the postings partitions of
+// the query's terms and the clusters its vector probes, then the containers of the top
+// notebooks), the worker fetches those (gzip files named by their hash; Python checks each
+// against the manifest's SHA-256 and decompresses it), and Python goes on. A page never
+// downloads the whole shard to show a result.
 
 const SHARD_DIR = "/shard";
 
@@ -25,7 +32,7 @@ export function searchClient(cellar, site = new URL("./", import.meta.url)) {
   const place = Promise.all([build, manifest]).then(([b, m]) => {
     const shardUrl = new URL(b.shard, site);
     const files = {};
-    for (const name of ["manifest.json", ...Object.keys(m.files).filter((name) => !name.startsWith("fragments/"))]) {
+    for (const name of ["manifest.json", ...m.boot]) {
       files[`${SHARD_DIR}/${name}`] = new URL(name, shardUrl).href;
     }
     return { shardUrl, files };
@@ -42,18 +49,34 @@ export function searchClient(cellar, site = new URL("./", import.meta.url)) {
     return opened;
   }
 
+  const fetchedUrls = new Set();
+  function keepFetched() {
+    if (!("serviceWorker" in navigator) || !fetchedUrls.size) return;
+    navigator.serviceWorker.getRegistration(site.href).then((registration) => {
+      const worker = registration && registration.active;
+      if (!worker || !fetchedUrls.size) return;
+      const urls = [...fetchedUrls];
+      fetchedUrls.clear();
+      worker.postMessage({ type: "keep", urls });
+    }, () => {});
+  }
+
   async function search(query, options = {}) {
     const { shardUrl } = await place;
     await open();
     let files = {};
-    // Two rounds at most: the first names the fragments it lacks, the second has them.
-    for (let round = 0; round < 2; round++) {
+    // Three rounds at most: partitions and clusters, then containers, then the answer.
+    for (let round = 0; round < 3; round++) {
       const answer = await cellar.callWith({ files }, "cellar.site.bridge", "search", query, options, SHARD_DIR);
-      if (!answer.fetch) return answer;
+      Object.values(files).forEach((url) => fetchedUrls.add(url));
+      if (!answer.fetch) {
+        keepFetched();
+        return answer;
+      }
       files = Object.fromEntries(answer.fetch.map((name) => [`${SHARD_DIR}/${name}`, new URL(name, shardUrl).href]));
     }
-    throw new Error("the shard's fragments could not be placed in Python's file system");
+    throw new Error("the shard's files could not be placed in Python's file system");
   }
 
-  return { manifest, open, search };
+  return { manifest, open, search, keepFetched };
 }

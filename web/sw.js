@@ -5,9 +5,13 @@
 // drops the old ones.
 //
 // Install caches the pages, the Pyodide runtime and the packages the worker loads, the wheels,
-// the whole shard (fragments too, so any question can be answered offline) and the
-// archive's notebooks and their re-rendered versions (for the viewer). It runs after the first
-// result, so it never competes with it.
+// the shard and the archive's notebooks and their re-rendered versions (for the viewer). It runs
+// after the first result, so it never competes with it. Of the shard (files named by their
+// content hash, listed in its manifest) it caches every file while the whole shard is small
+// (OFFLINE_SHARD_BYTES: any question then works offline), else only the manifest and boot files
+// (manifest.boot); the postings partitions, clusters and notebook containers a search fetches
+// are cached as they come, so a question asked once can be asked again offline, and a large
+// archive is never copied whole.
 //
 // Fetching: the runtime under pyodide/ is pinned by its version (in build.json) and comes from
 // the cache first. Everything else goes to the network first, so a rebuilt wheel, shard or page
@@ -27,6 +31,7 @@ const SITE = new URL("./", self.location.href);
 const RUNTIME = new URL("pyodide/", SITE).pathname;
 // The packages worker.js loads before the wheels; their dependencies come from the lock.
 const BOOT_PACKAGES = ["numpy"];
+const OFFLINE_SHARD_BYTES = 20e6;
 const PYODIDE_FILES = ["pyodide.mjs", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json"];
 const PAGES = [
   "./", "index.html", "index.js", "viewer.html", "viewer.js", "search-client.js", "offline.js",
@@ -42,6 +47,12 @@ async function json(path) {
 // A path in the archive as a URL path: each segment encoded (as the viewer encodes it).
 function archiveUrl(folder, path) {
   return folder + path.split("/").map(encodeURIComponent).join("/");
+}
+
+function shardFiles(manifest) {
+  const names = Object.keys(manifest.files);
+  const bytes = names.reduce((sum, name) => sum + manifest.files[name].bytes, 0);
+  return bytes <= OFFLINE_SHARD_BYTES || !manifest.boot ? names : manifest.boot;
 }
 
 async function siteFiles() {
@@ -62,7 +73,7 @@ async function siteFiles() {
       ...[...packages].map((name) => `pyodide/${lock.packages[name].file_name}`),
       ...build.wheels,
       `${build.shard}manifest.json`,
-      ...Object.keys(manifest.files).map((name) => build.shard + name),
+      ...shardFiles(manifest).map((name) => build.shard + name),
     ],
     notebooks: [
       ...manifest.notebooks.map((entry) => archiveUrl(build.archive, entry.path)),
@@ -104,6 +115,21 @@ self.addEventListener("install", (event) => {
     // A notebook missing from the archive leaves the viewer without it, not the site without search.
     await Promise.all(notebooks.map((path) => keep(cache, path).catch(() => {})));
   })());
+});
+
+// The page's search asks to keep the shard files it fetched (search-client.js keepFetched): its
+// Python worker may predate this service worker, whose fetch handler then never saw them. Only
+// files the shard's manifest lists are kept.
+self.addEventListener("message", (event) => {
+  if (event.data?.type !== "keep" || !Array.isArray(event.data.urls)) return;
+  event.waitUntil((async () => {
+    const build = await json("build.json");
+    const manifest = await json(`${build.shard}manifest.json`);
+    const shard = new URL(build.shard, SITE).href;
+    const listed = event.data.urls.filter((url) => url.startsWith(shard) && url.slice(shard.length) in manifest.files);
+    const cache = await caches.open(CACHE);
+    await Promise.all(listed.map(async (url) => (await cache.match(url)) || cache.add(url)));
+  })().catch(() => {}));
 });
 
 self.addEventListener("activate", (event) => {

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from typing import Any, NotRequired, TypedDict
 
-# Chunk kinds, in the order of their codes in a shard's `chunk_kind` array (which the manifest
-# also lists, so a page reads the names from the shard it opened).
+# Chunk kinds, in the order of their codes (a shard's postings and clusters carry a code per
+# chunk, its notebook table a bitmask of them per notebook; the manifest lists the names, so a
+# page reads them from the shard it opened).
 KINDS = ("markdown", "code", "table", "scalar", "stream", "plot", "error", "text")
 
 # Re-render statuses: the sandbox's verdicts, and `unchecked` for a notebook indexed with its

@@ -4,7 +4,9 @@ not hold, filters, speaks Dutch, and keeps working with the server gone."""
 
 from __future__ import annotations
 
+import bisect
 import json
+import shutil
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
@@ -13,7 +15,7 @@ from playwright.sync_api import expect
 from tests.browser.conftest import BOOT_TIMEOUT_MS, SCREENSHOTS, wait_for
 
 from cellar.retrieval.embedding import default_model
-from cellar.retrieval.search import Filters, Searcher
+from cellar.retrieval.search import NUMBER_IN_TEXT, Filters, Searcher
 from cellar.retrieval.shard import open_shard
 from cellar.site.server import serve_in_background
 
@@ -39,8 +41,7 @@ def first_paths(page) -> list[str]:
 def cpython_searcher(site) -> Searcher:
     build = json.loads((site / "build.json").read_text())
     model = default_model()  # the tab's model: the one in the cellar wheel
-    shard = open_shard(site / build["shard"], model)
-    return Searcher(shard.index, model, shard.fragment)
+    return Searcher(open_shard(site / build["shard"], model), model)
 
 
 def test_a_question_typed_while_python_boots_finds_the_table_and_its_citation_opens_the_viewer(
@@ -59,7 +60,10 @@ def test_a_question_typed_while_python_boots_finds_the_table_and_its_citation_op
     expect(best.locator(".hit mark").first).to_be_visible()
     table_hit = best.locator(".hit.kind-table").first
     expect(table_hit.locator(".badge")).to_have_text("table")
-    expect(table_hit.locator("table th").first).to_contain_text("tank")
+    # The answer cell first (answer_cell.order_hits): the per-group volumes, under the heading
+    # "Ballast volume per tank group" (tests/unit/test_search.py, the per-group table test).
+    expect(table_hit.locator("table th").first).to_contain_text("group")
+    expect(table_hit.locator("table")).to_contain_text("1284.6")
     expect(table_hit.locator("table")).to_contain_text("412.1")
     neighbourhood = best.locator("details.neighbourhood")
     neighbourhood.locator("summary").click()
@@ -76,7 +80,7 @@ def test_a_question_typed_while_python_boots_finds_the_table_and_its_citation_op
     expect(cited).to_have_class("cell cell-code cited")
     expect(cited).to_be_focused()
     expect(cited).to_be_in_viewport()
-    expect(cited.locator(".output.cited table")).to_contain_text("412.10")
+    expect(cited.locator(".output.cited table")).to_contain_text("2106.3")
     expect(page.locator(".cited")).to_have_count(2)  # the cell and its cited output, nothing else
     expect(page.locator("#revision-check")).to_have_text("This is the revision the search result cited.")
     expect(page.locator("#revision-full")).to_have_text(query["rev"][0])
@@ -225,3 +229,136 @@ def test_after_the_first_visit_search_and_viewer_work_with_the_server_stopped(br
     page.screenshot(path=str(SCREENSHOTS / "viewer-offline.png"))
     context.close()
     assert not errors, f"uncaught errors in the page: {errors}"
+
+
+def _shard_name(url: str) -> str | None:
+    return url.split("/shard/", 1)[1] if "/shard/" in url else None
+
+
+def test_a_question_fetches_only_its_partitions_its_clusters_and_the_top_notebooks(
+    page, site_url, site, cpython_searcher
+):
+    """Counting the page's requests: at boot the shard's manifest and boot files; for a question,
+    each once,
+    the postings partitions of its terms, the clusters its vector probes and the containers of
+    its top notebooks, nothing else; asked again, nothing at all."""
+    requested: list[str] = []
+    page.on("request", lambda request: requested.append(name) if (name := _shard_name(request.url)) else None)
+    page.goto(site_url)
+    wait_for(page, "document.body.dataset.searchReady === 'true'", timeout=BOOT_TIMEOUT_MS)
+    shard = cpython_searcher.source.shard
+    assert set(requested) == {"manifest.json", *shard.manifest["boot"]}  # the page reads the manifest too
+    requested.clear()
+    answer = page.evaluate("q => window.cellar.search(q, {k: 3})", BALLAST)
+    analyzer = cpython_searcher.analyzer
+    terms = {*analyzer.query_terms(BALLAST), *(t for n in NUMBER_IN_TEXT.findall(BALLAST) for t in analyzer.terms(n))}
+    ranking = cpython_searcher.rank(BALLAST, k=3)
+    expected = {
+        *shard.partition_names(terms),
+        *(shard.cluster_name(c) for c in shard.probe(cpython_searcher.model.encode([BALLAST])[0])),
+        *(shard.container_name(n) for n, _, _ in ranking.notebooks),
+    }
+    assert sorted(requested) == sorted(expected)
+    assert len(requested) < len(shard.manifest["files"]) / 2
+    assert [nb["path"] for nb in answer["notebooks"]][0] == BALLAST_NOTEBOOK
+    requested.clear()
+    page.evaluate("q => window.cellar.search(q, {k: 3})", BALLAST)
+    assert requested == []
+
+
+@pytest.mark.parametrize("damage", ["flip", "remove"])
+def test_a_flipped_byte_in_a_partition_is_refused_in_the_page_naming_it(browser, site, tmp_path, damage):
+    """A copy of the site whose partition for `ballast` has one byte flipped: the page says the
+    search failed and names the file (its SHA-256 does not match the manifest's); a partition
+    that is missing is named too (the server's 404 for it)."""
+    copy = tmp_path / "site"
+    copy.mkdir()
+    for entry in site.iterdir():
+        if entry.name != "shard":
+            (copy / entry.name).symlink_to(entry)
+    shutil.copytree(site / "shard", copy / "shard")
+    lexical = json.loads((copy / "shard" / "manifest.json").read_text())["lexical"]
+    name = lexical["files"][bisect.bisect_right(lexical["first"], "ballast") - 1]
+    data = bytearray((copy / "shard" / name).read_bytes())
+    data[len(data) // 2] ^= 0x01
+    (copy / "shard" / name).write_bytes(bytes(data))
+    if damage == "remove":
+        (copy / "shard" / name).unlink()
+    server = serve_in_background(copy)
+    context = browser.new_context(service_workers="block")
+    page = context.new_page()
+    try:
+        page.goto(f"http://127.0.0.1:{server.server_port}/")
+        wait_for(page, "document.body.dataset.searchReady === 'true'", timeout=BOOT_TIMEOUT_MS)
+        box = page.get_by_label("Search the archive")
+        box.fill(BALLAST)
+        box.press("Enter")
+        if damage == "flip":
+            expect(page.locator("#results-count")).to_contain_text(f"{name}: damaged", timeout=BOOT_TIMEOUT_MS)
+            expect(page.locator("#results-count")).to_contain_text("SHA-256 mismatch")
+        else:
+            expect(page.locator("#results-count")).to_contain_text(f"{name}: 404", timeout=BOOT_TIMEOUT_MS)
+    finally:
+        context.close()
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_question_asked_once_works_offline_when_the_shard_is_too_large_to_keep_whole(browser, site, tmp_path):
+    """With a shard over the service worker's size limit (here: a limit of 0 bytes), install keeps
+    only its boot files; the files each search fetched are kept as it goes (even those fetched
+    before the service worker came), so the questions asked online are answered offline, and a
+    question never asked is not."""
+    copy = tmp_path / "site"
+    copy.mkdir()
+    for entry in site.iterdir():
+        if entry.name != "sw.js":
+            (copy / entry.name).symlink_to(entry)
+    sw = (site / "sw.js").read_text()
+    assert "const OFFLINE_SHARD_BYTES = 20e6;" in sw
+    (copy / "sw.js").write_text(sw.replace("const OFFLINE_SHARD_BYTES = 20e6;", "const OFFLINE_SHARD_BYTES = 0;"))
+    server = serve_in_background(copy)
+    url = f"http://127.0.0.1:{server.server_port}/"
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(BOOT_TIMEOUT_MS)
+    requested: set[str] = set()
+    page.on("request", lambda request: requested.add(name) if (name := _shard_name(request.url)) else None)
+    second = "GZ-kromme vrachtschip"
+    count_cached = """async () => {
+        const names = [];
+        for (const key of await caches.keys()) {
+            for (const request of await (await caches.open(key)).keys()) names.push(request.url);
+        }
+        return names.filter((u) => u.includes('/shard/')).map((u) => u.split('/shard/')[1]);
+    }"""
+    try:
+        page.goto(f"{url}?q={BALLAST}")
+        answered(page, BALLAST)
+        page.evaluate("() => navigator.serviceWorker.ready")
+        wait_for(page, "navigator.serviceWorker.controller !== null")
+        expect(page.locator("#offline-status")).to_contain_text("offline use")
+        assert page.evaluate("q => window.cellar.search(q)", second)["notebooks"]
+        for _ in range(100):
+            cached = set(page.evaluate(count_cached))
+            if requested <= cached:
+                break
+            page.wait_for_timeout(100)
+        assert requested <= cached, sorted(requested - cached)
+        manifest = json.loads((site / "shard" / "manifest.json").read_text())
+        assert len(cached) < len(manifest["files"])  # not the whole shard
+    finally:
+        server.shutdown()
+        server.server_close()
+    page.reload()
+    answered(page, BALLAST)
+    assert first_paths(page)[0] == BALLAST_NOTEBOOK
+    box = page.get_by_label("Search the archive")
+    box.fill(second)
+    box.press("Enter")
+    answered(page, second)
+    assert first_paths(page)[0] == "2016/16-008 Stabiliteit/gz_kromme_16008.ipynb"
+    box.fill("mooring line tension of the spread mooring")
+    box.press("Enter")
+    expect(page.locator("#results-count")).to_contain_text("The search failed")
+    context.close()

@@ -116,3 +116,18 @@ def test_the_site_publishes_only_what_its_pages_fetch_of_the_archive():
         "a/pathmap.json", f"blobs/sha256/00/{digest}.html", "blobs/sha256/00/short", f"a/blobs/sha256/00/{digest}",
     ):  # fmt: skip
         assert not build.published(name), name
+
+
+def test_another_out_folder_keeps_its_own_build_state_and_a_foreign_folder_is_refused(tmp_path):
+    """`build.py site --out DIR` re-renders and indexes into a folder of its own (so the demo's
+    build/ and site/ are left alone), and will not empty a folder that holds no site."""
+    assert build.work_folder(build.SITE) == ROOT / "build"
+    other, again = build.work_folder(tmp_path / "a"), build.work_folder(tmp_path / "a")
+    assert other == again and other.parent == ROOT / "build" / "sites"
+    assert build.work_folder(tmp_path / "b") != other
+    foreign = tmp_path / "notes"
+    foreign.mkdir()
+    (foreign / "keep.txt").write_text("mine")
+    with pytest.raises(build.BuildError, match="holds no site"):
+        build.step_site(ROOT / "demo" / "archive", out=foreign)
+    assert (foreign / "keep.txt").read_text() == "mine"

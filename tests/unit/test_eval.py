@@ -179,14 +179,25 @@ def test_index_leaves_out_the_archive_readme_requirements_and_blobs(demo_shard):
     assert len(paths) == 13 and all(path.endswith(".ipynb") for path in paths)
 
 
-def test_cli_search_refuses_a_damaged_shard(demo_shard, tmp_path, capsys):
+@pytest.mark.parametrize("damage", ["flip", "remove"])
+def test_cli_search_refuses_a_damaged_shard(demo_shard, tmp_path, capsys, damage):
+    """A flipped byte in (or the loss of) the partition that holds a query's term is exit
+    status 2 with a message naming the file, read during the search."""
+    import bisect
+    import json
     import shutil
 
     copy = tmp_path / "shard"
     shutil.copytree(demo_shard, copy)
-    target = copy / "vectors.npy"
-    data = bytearray(target.read_bytes())
-    data[-1] ^= 0xFF
-    target.write_bytes(bytes(data))
+    lexical = json.loads((copy / "manifest.json").read_text())["lexical"]
+    name = lexical["files"][bisect.bisect_right(lexical["first"], "ballast") - 1]
+    target = copy / name
+    if damage == "flip":
+        data = bytearray(target.read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        target.write_bytes(bytes(data))
+    else:
+        target.unlink()
     assert main(["search", str(copy), "ballast"]) == 2
-    assert "vectors.npy: damaged" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"{name}: damaged" in err if damage == "flip" else f"{name}: cannot read" in err

@@ -3,7 +3,10 @@ shard directory, and a damaged or mismatched shard is refused with an error nami
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -12,7 +15,7 @@ import pytest
 
 from cellar.retrieval.embedding import default_model_dir, load_model
 from cellar.retrieval.index import Render, build_index, build_index_from_directory
-from cellar.retrieval.shard import MANIFEST, Shard, ShardError, open_shard, shard_files, write_shard
+from cellar.retrieval.shard import MANIFEST, NeedFiles, Shard, ShardError, open_shard, shard_files, write_shard
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = default_model_dir()
@@ -58,21 +61,46 @@ def test_chunks_are_contiguous_per_notebook(built):
 
 
 def test_shard_round_trip(built, shard_dir, model):
+    """Every posting keeps today's precomputed BM25 score, every chunk its int8 vector in one
+    cluster, every notebook its records and vectors in its container; files are gzip, named by
+    the hash of their bytes."""
     shard = open_shard(shard_dir, model)
     index = built.index
-    assert shard.index.notebooks == json.loads(json.dumps(index.notebooks))
-    assert shard.index.bm25.terms == index.bm25.terms
-    np.testing.assert_array_equal(shard.index.vectors, index.vectors)
-    np.testing.assert_array_equal(shard.index.chunk_kind, index.chunk_kind)
-    np.testing.assert_array_equal(shard.index.bm25.score(["ballast"]), index.bm25.score(["ballast"]))
+    assert shard.notebooks == [
+        {**entry, "kinds": sum(1 << int(k) for k in set(index.chunk_kind[entry["start"] : entry["end"]].tolist()))}
+        for entry in json.loads(json.dumps(index.notebooks))
+    ]
+    for j, term in enumerate(index.bm25.terms):
+        rows, scores, kinds = shard.postings(term)
+        s, e = index.bm25.indptr[j], index.bm25.indptr[j + 1]
+        np.testing.assert_array_equal(rows, index.bm25.indices[s:e])
+        np.testing.assert_array_equal(scores, index.bm25.data[s:e])
+        np.testing.assert_array_equal(kinds, index.chunk_kind[rows])
+    assert shard.postings("zzzz-no-such-term") is None
+    assert (shard.n_docs, shard.avgdl) == (index.bm25.n_docs, pytest.approx(index.bm25.avgdl))
+    seen = np.concatenate([shard.cluster(c)[0] for c in range(len(shard.cluster_files))])
+    assert sorted(seen.tolist()) == list(range(index.n_chunks))
     for n in range(len(index.notebooks)):
-        assert shard.fragment(n) == [json.loads(json.dumps(r)) for r in index.notebook_chunks(n)]
+        records, vectors = shard.container(n)
+        assert records == [json.loads(json.dumps(r)) for r in index.notebook_chunks(n)]
+        entry = index.notebooks[n]
+        np.testing.assert_allclose(vectors, index.dense()[entry["start"] : entry["end"]], rtol=0, atol=0)
     manifest = shard.manifest
-    assert manifest["model"] == {"id": model.id, "sha256": model.sha256}
+    assert manifest["format"] == 2 and manifest["model"] == {"id": model.id, "sha256": model.sha256}
     assert manifest["counts"]["chunks"] == index.n_chunks
     on_disk = {p.relative_to(shard_dir).as_posix() for p in shard_dir.rglob("*") if p.is_file()}
     assert on_disk == set(manifest["files"]) | {MANIFEST}
-    assert all(name.endswith((".npy", ".json")) for name in on_disk)
+    for name in on_disk - {MANIFEST}:
+        data = (shard_dir / name).read_bytes()
+        assert gzip.decompress(data) and name.split("/")[1].startswith(hashlib.sha256(data).hexdigest()[:20])
+
+
+def test_unchanged_files_keep_their_names(built):
+    """Built twice, the shard is the same to the byte; a notebook's container is named by its content."""
+    first, second = shard_files(built.index), shard_files(built.index)
+    assert first == second
+    manifest = json.loads(first[MANIFEST])
+    assert len(set(manifest["containers"])) == len(manifest["containers"])
 
 
 def test_shard_opens_from_bytes(built):
@@ -81,17 +109,52 @@ def test_shard_opens_from_bytes(built):
     assert shard.fragment(0)[0]["id"] == built.index.chunks[0]["id"]
 
 
-@pytest.mark.parametrize(
-    "name", ["manifest.json", "vectors.npy", "bm25_data.npy", "chunk_cell.npy", "fragments/0.json"]
-)
-def test_flipped_byte_is_refused_naming_the_file(shard_dir, name):
+def test_a_reader_that_lacks_files_is_told_which(built):
+    """With ``present``, a file not fetched yet is NeedFiles naming it, not an error."""
+    files = shard_files(built.index)
+    manifest = json.loads(files[MANIFEST])
+    fetched = {MANIFEST, *manifest["boot"]}
+    shard = Shard(files.__getitem__, "tab", present=fetched.__contains__)
+    with pytest.raises(NeedFiles) as need:
+        shard.require([manifest["containers"][0], manifest["lexical"]["files"][0]])
+    assert need.value.names == [manifest["containers"][0], manifest["lexical"]["files"][0]]
+    fetched |= set(need.value.names)
+    shard.require(need.value.names)
+
+
+def _role_file(shard_dir: Path, role: str) -> str:
+    manifest = json.loads((shard_dir / MANIFEST).read_text())
+    return {
+        "manifest": MANIFEST,
+        "partition": manifest["lexical"]["files"][0],
+        "cluster": manifest["dense"]["files"][0],
+        "centroids": manifest["dense"]["centroids"],
+        "container": manifest["containers"][0],
+    }[role]
+
+
+def _read_everything(shard_dir: Path) -> None:
+    shard = open_shard(shard_dir)
+    shard.check_all()
+
+
+@pytest.mark.parametrize("role", ["manifest", "partition", "cluster", "centroids", "container"])
+def test_flipped_byte_is_refused_naming_the_file(shard_dir, role):
+    name = _role_file(shard_dir, role)
     target = shard_dir / name
     data = bytearray(target.read_bytes())
     data[len(data) // 2] ^= 0x01
     target.write_bytes(bytes(data))
-    with pytest.raises(ShardError, match=name.replace(".", r"\.")):
-        shard = open_shard(shard_dir)
-        shard.fragment(0)
+    with pytest.raises(ShardError, match=re.escape(name)):
+        _read_everything(shard_dir)
+
+
+@pytest.mark.parametrize("role", ["partition", "container"])
+def test_missing_file_is_refused_naming_it(shard_dir, role):
+    name = _role_file(shard_dir, role)
+    (shard_dir / name).unlink()
+    with pytest.raises(ShardError, match=re.escape(name) + ": cannot read"):
+        _read_everything(shard_dir)
 
 
 def test_every_listed_file_is_checked(shard_dir):
@@ -102,8 +165,7 @@ def test_every_listed_file_is_checked(shard_dir):
         shutil.copytree(shard_dir, copy)
         (copy / name).write_bytes((copy / name).read_bytes() + b"\0")
         with pytest.raises(ShardError, match=name):
-            shard = open_shard(copy)
-            shard.fragment(int(name.split("/")[1].split(".")[0]) if name.startswith("fragments/") else 0)
+            _read_everything(copy)
         shutil.rmtree(copy)
 
 
@@ -119,9 +181,9 @@ def test_other_model_is_refused(built, shard_dir, model, tmp_path):
 
 def test_other_format_is_refused(shard_dir):
     manifest = json.loads((shard_dir / MANIFEST).read_text())
-    manifest["format"] = 99
+    manifest["format"] = 1
     (shard_dir / MANIFEST).write_text(json.dumps(manifest))
-    with pytest.raises(ShardError, match="format 99"):
+    with pytest.raises(ShardError, match="shard format 1, this cellar reads format 2"):
         open_shard(shard_dir)
 
 

@@ -12,7 +12,8 @@ import pytest
 from cellar.retrieval.embedding import default_model_dir, load_model
 from cellar.retrieval.evaluation import calibrate, evaluate, read_gold
 from cellar.retrieval.index import KINDS, Render, build_index, build_index_from_directory
-from cellar.retrieval.search import DEFAULT_CALIBRATION, Filters, Searcher, refuses
+from cellar.retrieval.search import DEFAULT_CALIBRATION, NUMBER_IN_TEXT, Filters, Searcher, refuses
+from cellar.retrieval.shard import MANIFEST, NeedFiles, Shard, open_shard, shard_files, write_shard
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = default_model_dir()
@@ -380,3 +381,126 @@ def test_hybrid_beats_each_ranker_alone(dev):
     assert hybrid["refusal_recall"] > bm25["refusal_recall"]
     assert hybrid["false_refusal_rate"] <= bm25["false_refusal_rate"]
     assert hybrid["notebook_hit@5"] > dense["notebook_hit@5"] and hybrid["mrr"] > dense["mrr"]
+
+
+# -- format 2: the shard answers what the in-memory index answers, reading only what it needs ----
+
+
+QUERIES = (
+    "forepeak ballast tank volume",
+    "GZ curve stability",
+    "mooring line tension most loaded line",
+    "torsional vibration of the propeller shaft line 17 Hz",
+)
+
+
+def _gold_queries() -> list[str]:
+    gold = DEMO.parent / "gold.jsonl"
+    return [json.loads(line)["query"] for line in gold.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _without_timings(answer: dict) -> dict:
+    return {key: value for key, value in answer.items() if key != "timings_ms"}
+
+
+@pytest.mark.parametrize("corpus", ["small", "demo"])
+def test_shard_answers_equal_in_memory_answers(corpus, request, tmp_path):
+    """Probing every cluster, a search over the format-2 shard is the in-memory search, to the
+    byte, in every mode and under filters: the same BM25 scores (each posting keeps its
+    precomputed score), the same cosines, the same evidence. With the shard's own nprobe (the
+    clusters it chose for recall@50 >= 0.95) the hybrid verdicts and best notebooks are the same,
+    and the whole top 5 for nearly every query (a BM25 candidate in a cluster not probed has no
+    dense score to add: it moved one fifth-place notebook of the demo's 20 questions)."""
+    searcher = request.getfixturevalue(corpus)
+    write_shard(searcher.index, tmp_path / "shard")
+    shard = open_shard(tmp_path / "shard", searcher.model)
+    exhaustive = Searcher(shard, searcher.model, nprobe=len(shard.cluster_files))
+    probing = Searcher(open_shard(tmp_path / "shard", searcher.model), searcher.model)
+    queries = [*QUERIES, *(_gold_queries() if corpus == "demo" else ())]
+    same_top5 = 0
+    for query in queries:
+        for mode in ("hybrid", "bm25", "dense"):
+            for filters in (Filters(), Filters(kinds=("table", "scalar")), Filters(year_from=2017)):
+                expected = searcher.search(query, k=5, filters=filters, mode=mode)
+                assert _without_timings(exhaustive.search(query, k=5, filters=filters, mode=mode)) == _without_timings(
+                    expected
+                ), (query, mode, filters)
+        expected = searcher.search(query, k=5)
+        answer = probing.search(query, k=5)
+        assert answer["refused"] == expected["refused"] and paths(answer)[:1] == paths(expected)[:1], query
+        same_top5 += paths(answer) == paths(expected)
+    assert same_top5 >= 0.9 * len(queries)
+
+
+def test_a_query_reads_only_its_partitions_and_the_top_notebooks(demo, tmp_path):
+    """Counting the reads of a cold shard: opening reads the manifest and the centroids; a search
+    reads the partitions of its terms, the clusters it probes and the containers of the
+    notebooks it shows (for a refusal, of the closest one), each once, nothing else."""
+    write_shard(demo.index, tmp_path / "shard")
+    read: list[str] = []
+
+    def reader(name: str) -> bytes:
+        read.append(name)
+        return (tmp_path / "shard" / name).read_bytes()
+
+    for query in QUERIES:
+        read.clear()
+        shard = Shard(reader, "counted")
+        assert read == [MANIFEST, shard.manifest["dense"]["centroids"]]
+        read.clear()
+        searcher = Searcher(shard, demo.model)
+        answer = searcher.search(query, k=3)
+        assert paths(answer)[:1] == paths(demo.search(query, k=3))[:1]
+        terms = {*searcher.analyzer.query_terms(query)} | {
+            t for number in NUMBER_IN_TEXT.findall(query) for t in searcher.analyzer.terms(number)
+        }
+        numbers = {nb["path"]: n for n, nb in enumerate(shard.notebooks)}
+        shown = [numbers[nb["path"]] for nb in answer["notebooks"] or answer["closest"]]
+        expected = {
+            *shard.partition_names(terms),
+            *(shard.cluster_name(c) for c in shard.probe(demo.model.encode([query])[0])),
+            *(shard.container_name(n) for n in shown),
+        }
+        assert sorted(read) == sorted(expected), query
+        assert len(read) < len(shard.manifest["files"]) / 2
+
+
+def test_a_dutch_question_names_its_english_reading_in_the_first_round(demo):
+    """A tab that fetches what NeedFiles names and asks again: a Dutch question's first round
+    names the partitions of its English reading's terms too (BM25 adds them at half weight, the
+    refusal test looks there for a Dutch word's translations) and the clusters its English
+    reading's vector probes; the second the containers; then it answers as the in-memory search."""
+    files = shard_files(demo.index, partition_postings=64)  # small partitions: more to tell apart
+    manifest = json.loads(files[MANIFEST])
+    dutch = [q for q in _gold_queries() if demo.analyzer.query_language(q) == "dutch"]
+    assert len(dutch) >= 4
+    widened = 0
+    for query in dutch:
+        fetched = {MANIFEST, *manifest["boot"]}
+
+        def reader(name: str, fetched: set[str] = fetched) -> bytes:
+            if name not in fetched:
+                raise FileNotFoundError(name)  # as a tab: a file not fetched is not there
+            return files[name]
+
+        searcher = Searcher(Shard(reader, "tab", present=fetched.__contains__), demo.model)
+        reading = searcher._read_in_english(query)
+        terms = searcher.analyzer.query_terms(query)
+        rounds: list[list[str]] = []
+        while True:
+            try:
+                answer = searcher.search(query, k=3)
+                break
+            except NeedFiles as need:
+                rounds.append(need.names)
+                fetched |= set(need.names)
+                assert len(rounds) <= 2, (query, rounds)
+        shard = searcher.source.shard
+        english = set(shard.partition_names(reading.terms)) - set(shard.partition_names(terms))
+        assert english <= set(rounds[0]), query
+        widened += bool(english)
+        probed = shard.probe(demo.model.encode([reading.text or query])[0])
+        assert {shard.cluster_name(c) for c in probed} <= set(rounds[0]), query
+        assert paths(answer)[:1] == paths(demo.search(query, k=3))[:1], query
+        assert answer["refused"] == demo.search(query, k=3)["refused"], query
+    assert widened  # at least one question reads a partition for its English words alone

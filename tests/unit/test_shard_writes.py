@@ -10,9 +10,11 @@ takes KILL_POINTS values spread over all of them, first and last included.
 
 from __future__ import annotations
 
+import bisect
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -89,12 +91,12 @@ def corpus(folder: Path, names: list[str]) -> Path:
 
 
 def paths(shard_dir: Path, model) -> list[str]:
-    """The notebooks of the shard, after checking it opens, answers and reads every fragment."""
+    """The notebooks of the shard, after checking it opens, answers and reads every file."""
     shard = open_shard(shard_dir, model)
-    answer = Searcher(shard.index, model, shard.fragment).search("ballast tank volume", k=3)
+    answer = Searcher(shard, model).search("ballast tank volume", k=3)
     assert answer["notebooks"] or answer["refused"]
-    assert all(shard.fragment(n) for n in range(len(shard.index.notebooks)))
-    return [entry["path"] for entry in shard.index.notebooks]
+    shard.check_all()
+    return [entry["path"] for entry in shard.notebooks]
 
 
 def killed_index(corpus_dir: Path, out: Path, kill_at: int) -> subprocess.CompletedProcess:
@@ -188,12 +190,23 @@ def test_a_writer_killed_anywhere_in_its_write_phase_leaves_the_previous_shard(t
     assert outcomes["old"] >= 15 and outcomes["new"] >= 1  # the last points lie after the switch
 
 
-@pytest.mark.parametrize("name", ["vectors.npy", "bm25_data.npy", "fragments/0.json", "manifest.json"])
-def test_search_on_a_damaged_shard_names_the_file_and_exits_2(tmp_path, name, capsys):
+def _shard_file(shard: Path, role: str) -> str:
+    """The file of a role that a search for "ballast tank volume" reads."""
+    manifest = json.loads((shard / MANIFEST).read_text())
+    if role == "partition":
+        return manifest["lexical"]["files"][bisect.bisect_right(manifest["lexical"]["first"], "ballast") - 1]
+    return {"manifest": MANIFEST, "centroids": manifest["dense"]["centroids"], "container": manifest["containers"][0]}[
+        role
+    ]
+
+
+@pytest.mark.parametrize("role", ["centroids", "partition", "container", "manifest"])
+def test_search_on_a_damaged_shard_names_the_file_and_exits_2(tmp_path, role, capsys):
     source = corpus(tmp_path / "c", ["ballast_v4.ipynb"])
     assert main(["index", str(source), "--out", str(tmp_path / "built")]) == 0
     shard = tmp_path / "copy"
     shutil.copytree(tmp_path / "built", shard)
+    name = _shard_file(shard, role)
     data = bytearray((shard / name).read_bytes())
     data[len(data) // 2] ^= 0x55
     (shard / name).write_bytes(data)
@@ -201,23 +214,24 @@ def test_search_on_a_damaged_shard_names_the_file_and_exits_2(tmp_path, name, ca
     assert main(["search", str(shard), "ballast tank volume"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"cellar search: {shard}/{name}: damaged") and "Traceback" not in err
-    if name != "manifest.json":
-        assert "(SHA-256 mismatch: the file has " in err and "not a NumPy array" not in err
+    if name != MANIFEST:
+        assert "(SHA-256 mismatch: the file has " in err and "not gzip" not in err
     (shard / name).unlink()
     assert main(["search", str(shard), "ballast tank volume"]) == 2
     assert f"{shard}/" in capsys.readouterr().err
 
 
-def test_a_file_that_is_not_an_array_but_matches_its_hash_is_named_as_such(tmp_path, model):
+def test_a_file_that_is_not_gzip_but_matches_its_hash_is_named_as_such(tmp_path, model):
     built = build_index_from_directory(corpus(tmp_path / "c", ["ballast_v4.ipynb"]), model)
     files = shard_files(built.index)
-    files["scales.npy"] = b"not an array"
     manifest = json.loads(files[MANIFEST])
+    name = manifest["dense"]["centroids"]
+    files[name] = b"not gzip data"
     manifest.pop("checksum")
-    manifest["files"]["scales.npy"] = {"bytes": 12, "sha256": revision(b"not an array")}
+    manifest["files"][name] = {"bytes": 13, "sha256": revision(b"not gzip data")}
     manifest["checksum"] = revision(_canonical(manifest))
     files[MANIFEST] = json.dumps(manifest).encode()
-    with pytest.raises(ShardError, match=r"^shard/scales\.npy: not a NumPy array file"):
+    with pytest.raises(ShardError, match=rf"^shard/{re.escape(name)}: damaged, not gzip data"):
         Shard(files.__getitem__)
 
 

@@ -87,14 +87,15 @@ def test_embedding_lab_ranks_the_passages_both_ways():
 
 
 def test_search_asks_once_for_the_fragments_it_needs_then_answers_as_the_searcher(tmp_path):
-    """The page's search over a shard whose fragments are not fetched yet: the first call names
-    exactly the fragments of the notebooks the answer shows (for a refusal, the closest one),
-    the second, with those in place, answers what cellar.retrieval.search answers, plus the marks and
-    tables the page draws."""
+    """The page's search over a shard of which only the manifest and boot files are fetched: the
+    first call names exactly the postings partitions of the query's terms and the clusters its
+    vector probes, the second the containers of the notebooks the answer shows (for a refusal,
+    the closest one is among them), the third, with those in place, answers what
+    cellar.retrieval.search answers over the whole shard, plus the marks and tables the page draws."""
     from cellar.retrieval.embedding import load_model
     from cellar.retrieval.index import build_index_from_directory
-    from cellar.retrieval.search import Filters, Searcher
-    from cellar.retrieval.shard import fragment_name, write_shard
+    from cellar.retrieval.search import NUMBER_IN_TEXT, Filters, Searcher
+    from cellar.retrieval.shard import MANIFEST, open_shard, write_shard
 
     demo = ROOT / "demo/archive"
     if not demo.is_dir() or not (MODEL / "model.json").exists():
@@ -102,12 +103,16 @@ def test_search_asks_once_for_the_fragments_it_needs_then_answers_as_the_searche
     model = load_model(MODEL)
     index = build_index_from_directory(demo, model).index
     write_shard(index, tmp_path / "all")
+    whole = open_shard(tmp_path / "all", model)
+    manifest = whole.manifest
     shard = tmp_path / "shard"
-    shutil.copytree(tmp_path / "all", shard, ignore=shutil.ignore_patterns("fragments"))
-    (shard / "fragments").mkdir()
-    searcher = Searcher(index, model)
+    for name in (MANIFEST, *manifest["boot"]):
+        (shard / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(tmp_path / "all" / name, shard / name)
+    searcher = Searcher(whole, model)
     numbers = {nb["path"]: n for n, nb in enumerate(index.notebooks)}
     bridge.search_open(str(shard))
+    fetched = 0
     for query, options, filters, marked_words in [
         (
             "ballast tank volumes for the 2017 vessel",
@@ -120,11 +125,24 @@ def test_search_asks_once_for_the_fragments_it_needs_then_answers_as_the_searche
         expected = searcher.search(query, k=options.get("k", 3), filters=filters)
         shown = expected["closest"] if expected["refused"] else expected["notebooks"]
         assert len(shown) == (1 if expected["refused"] else 3)
-        fetch = bridge.search(query, options, str(shard))
-        assert fetch == {"fetch": [fragment_name(numbers[nb["path"]]) for nb in shown]}
-        for name in fetch["fetch"]:
-            shutil.copy(tmp_path / "all" / name, shard / name)
-        answer = bridge.search(query, options, str(shard))
+        terms = {
+            *searcher.analyzer.query_terms(query),
+            *searcher.analyzer.terms(" ".join(NUMBER_IN_TEXT.findall(query))),
+        }
+        vector = model.encode([query])[0]
+        first = set(whole.partition_names(terms)) | {whole.cluster_name(c) for c in whole.probe(vector)}
+        rounds = []
+        while "fetch" in (answer := bridge.search(query, options, str(shard))):
+            rounds.append(answer["fetch"])
+            for name in answer["fetch"]:
+                (shard / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy(tmp_path / "all" / name, shard / name)
+            assert len(rounds) <= 2
+        if fetched == 0:
+            assert set(rounds[0]) == first
+        top = {whole.container_name(numbers[nb["path"]]) for nb in shown}
+        assert top <= {name for names in rounds for name in names} | set(whole._cache)
+        fetched += sum(len(names) for names in rounds)
         marked = []
         for nb in (*answer["notebooks"], *answer.get("closest", ())):
             for hit in nb["hits"]:
@@ -136,4 +154,6 @@ def test_search_asks_once_for_the_fragments_it_needs_then_answers_as_the_searche
         assert marked_words <= {word.lower() for word in marked} and bool(marked) == bool(marked_words)
         del answer["timings_ms"], expected["timings_ms"]
         assert answer == expected
-    assert len(list((shard / "fragments").iterdir())) == 4 < len(index.notebooks)
+    on_disk = [p for p in shard.rglob("*.gz")]
+    assert len(on_disk) == fetched + len(manifest["boot"]) < len(manifest["files"])
+    assert len(list((shard / "notebooks").iterdir())) < len(index.notebooks)

@@ -3,8 +3,8 @@
 
 Prints the answer contract of DESIGN.md as JSON (--json) or a readable listing. Exit status: 0
 with an answer; 3 when the answer is a refusal; 2 for unusable arguments or an unusable shard
-(missing, damaged: a file whose SHA-256 does not match the manifest, a fragment read during the
-search included, or built with another model), with a message naming the file.
+(missing, damaged: a file whose SHA-256 does not match the manifest, a partition, cluster or
+notebook container read during the search included, or built with another model), with a message naming the file.
 """
 
 from __future__ import annotations
@@ -47,10 +47,9 @@ def add_filter_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--include-deprecated", action="store_true", help="also search deprecated notebooks")
 
 
-def open_searcher(shard: str, model_dir: str) -> Searcher:
+def open_searcher(shard: str, model_dir: str, nprobe: int | None = None) -> Searcher:
     model = load_model(model_dir)
-    opened = open_shard(shard, model)
-    return Searcher(opened.index, model, opened.fragment)
+    return Searcher(open_shard(shard, model), model, nprobe=nprobe)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -64,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         answer = searcher.search(args.query, k=args.k, filters=filters)
-    except (ShardError, OSError) as error:  # a fragment read on demand that is missing or damaged
+    except (ShardError, OSError) as error:  # a file read on demand that is missing or damaged
         print(f"cellar search: {error}", file=sys.stderr)
         return 2
     if args.json:

@@ -36,6 +36,7 @@ class BM25:
     n_docs: int
     k1: float = 1.2
     b: float = 0.75
+    avgdl: float = 0.0  # the mean document length in terms (a statistic the scores already hold)
     _columns: dict[str, int] = field(init=False, repr=False)
     _starts: list[int] = field(init=False, repr=False)  # indptr as Python ints: cheaper to slice with
 
@@ -66,7 +67,9 @@ class BM25:
         data = idf[pair_cols] * tf / (tf + norm[pair_rows])
         indptr = np.zeros(len(terms) + 1, dtype=np.int64)
         np.cumsum(df, out=indptr[1:])
-        return cls(terms, data.astype(np.float32), pair_rows.astype(np.int32), indptr, n_docs, k1, b)
+        matrix = cls(terms, data.astype(np.float32), pair_rows.astype(np.int32), indptr, n_docs, k1, b)
+        matrix.avgdl = float(avgdl)
+        return matrix
 
     def __contains__(self, term: str) -> bool:
         return term in self._columns

@@ -37,9 +37,16 @@ The query path runs in a browser worker, so it uses NumPy alone:
    first hit, its cell, the next two cells and their outputs; the hits in the order of
    ``answer_cell.order_hits`` (for a value or locate question the answer cell first).
 
-Steps 1-4 read the index's arrays alone; step 5 reads chunk records, one fragment per notebook
-shown. ``Searcher.search`` is ``answer(rank(...))``: a browser that fetches fragments on demand
-calls ``rank``, fetches the fragments its ``needs`` names in one round trip, then ``answer``.
+Steps 1-4 read postings, vectors and the notebook table; step 5 reads chunk records, one
+container per notebook shown. The source is an in-memory Index (``MemorySource``: every vector,
+so the dense ranker is exact) or a format-2 shard (``ShardSource``: the postings partitions of
+the query's terms, the clusters its vector probes, whose int8 codes give the candidates' exact
+scores, and the containers of the top notebooks, whose vectors give the refusal's similarity).
+A BM25 candidate in a cluster the query did not probe has no dense score; it adds nothing to
+the dense side of the fusion (probing every cluster, a shard answers as the Index does, to the
+byte). ``Searcher.search`` is ``answer(rank(...))``; a browser that fetches files on demand calls
+``search`` and, on NeedFiles, fetches the files it names in one round and calls again: first
+the partitions and clusters, then the containers.
 """
 
 from __future__ import annotations
@@ -58,6 +65,7 @@ from cellar.retrieval.answer_cell import intent, order_hits
 from cellar.retrieval.bilingual import QUESTION_WORDS, Reading, Translator, load_table, read_in_english
 from cellar.retrieval.embedding import StaticModel
 from cellar.retrieval.index import Index
+from cellar.retrieval.sources import MemorySource, ShardSource, cosines
 
 DEPTH = 50  # chunks taken from each ranker
 DENSE_WEIGHT = 0.03  # share of the dense ranker in a hybrid notebook score (see the docstring)
@@ -140,28 +148,42 @@ class Ranking:
 
 
 class Searcher:
-    """Searches one index with one model. ``fragment(n)`` gives notebook n's chunk records
-    (a Shard's ``fragment``, or the index's own records when it holds them)."""
+    """Searches one source (an in-memory Index, or a format-2 Shard: what it fetches on demand)
+    with one model. ``fragment(n)`` gives notebook n's chunk records when searching an Index
+    (default: the index's own records)."""
 
     def __init__(
         self,
-        index: Index,
+        index: Index | Any,
         model: StaticModel,
         fragment: Callable[[int], list[dict[str, Any]]] | None = None,
         bilingual: bool = True,
+        *,
+        nprobe: int | None = None,
     ) -> None:
-        if (model.id, model.sha256) != (index.model_id, index.model_sha256):
+        source: MemorySource | ShardSource = (
+            MemorySource(index, fragment) if isinstance(index, Index) else ShardSource(index, nprobe)
+        )
+        if (model.id, model.sha256) != (source.model_id, source.model_sha256):
             raise ValueError(
-                f"the index was embedded with model {index.model_id} ({index.model_sha256}), not {model.id} ({model.sha256})"
+                f"the index was embedded with model {source.model_id} ({source.model_sha256}), not {model.id} ({model.sha256})"
             )
-        self.index = index
+        self.source = source
+        self.notebooks = source.notebooks
         self.model = model
-        self.fragment = fragment or index.notebook_chunks
-        self.analyzer = Analyzer(index.analyzer)
-        self.calibration = {**DEFAULT_CALIBRATION, **index.calibration.get("thresholds", {})}
-        self._starts = np.array([nb["start"] for nb in index.notebooks], dtype=np.int64)
+        self.fragment = source.fragment
+        self.analyzer = Analyzer(source.analyzer)
+        self.calibration = {**DEFAULT_CALIBRATION, **source.calibration.get("thresholds", {})}
+        self._allowed_cache: dict[Filters, np.ndarray] = {}
         self.bilingual = bilingual
         self._translator: Translator | None = None
+
+    @property
+    def index(self) -> Index:
+        """The in-memory Index searched (a Searcher over a shard has none)."""
+        if not isinstance(self.source, MemorySource):
+            raise AttributeError("a Searcher over a shard holds no in-memory index")
+        return self.source.index
 
     # -- the query path ---------------------------------------------------------------------
 
@@ -171,32 +193,79 @@ class Searcher:
 
     def rank(self, query: str, k: int = 3, filters: Filters | None = None, mode: str = "hybrid") -> Ranking:
         """The first phase of ``search``: the notebooks, their scores and candidate chunks, and
-        the refusal verdict, from the index's arrays alone (no chunk records are read). Its
-        ``needs`` names the notebooks whose fragments ``answer`` will read, so that a caller
-        that fetches fragments on demand can fetch them all at once."""
+        the refusal verdict. It reads the postings of the query's terms, the clusters its vector
+        probes and the containers of the top ``k`` notebooks (the best one's vectors judge the
+        refusal), no chunk record; asked of a source that has not fetched them, it raises
+        NeedFiles naming them: first the partitions and clusters, then the containers. Its
+        ``needs`` names the notebooks whose records ``answer`` will read."""
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; choose from {list(MODES)}")
         clock = _Clock()
         filters = filters or Filters()
         terms = self.analyzer.query_terms(query)
+        numbers = [self.analyzer.terms(number) for number in dict.fromkeys(NUMBER_IN_TEXT.findall(query))]
         reading = self._read_in_english(query)
-        mask = self._mask(filters)
+        held_by = reading.held_by or {}
+        vector = self._query_vector(query, reading) if mode != "bm25" else None
+        clusters = self.source.probe(vector) if vector is not None else []
+        self.source.require(
+            [
+                *self.source.partition_names(
+                    {
+                        *terms,
+                        *(t for n in numbers for t in n),
+                        *reading.terms,
+                        *(t for english in held_by.values() for t in english),
+                    }
+                ),
+                *(self.source.cluster_name(c) for c in clusters),
+            ]
+        )
+        allowed = self._allowed(filters)
+        wanted = np.zeros(len(KINDS), dtype=bool) if filters.kinds else np.ones(len(KINDS), dtype=bool)
+        wanted[[KINDS.index(kind) for kind in filters.kinds]] = True
         clock.lap("analyse")
-        bm25 = cosine = dense = None
+        columns: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        bm25_rows = np.zeros(0, np.int64)
+        bm25_scores = np.zeros(0, np.float32)
         candidates = []
         if mode != "dense":
-            bm25 = np.where(mask, self._bm25(terms, reading), 0.0)
-            candidates.append(_top(bm25, DEPTH, floor=0.0))
+            columns = [p for p in map(self.source.postings, terms) if p is not None]
+            # the English reading's columns (a Dutch question), weighted TRANSLATION_WEIGHT
+            translated = [p for p in map(self.source.postings, reading.terms) if p is not None]
+            columns += translated
+            if columns:
+                rows = np.concatenate([c[0] for c in columns])
+                bm25_rows, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
+                bm25_scores = _bm25_sum(columns, inverse.ravel(), len(bm25_rows), len(translated))
+                kinds = np.concatenate([c[2] for c in columns])[first]
+                keep = allowed[self.source.notebook_of(bm25_rows)] & wanted[kinds] & (bm25_scores > 0.0)
+                candidates.append(_top_of(bm25_rows[keep], bm25_scores[keep], DEPTH))
         clock.lap("bm25")
-        if mode != "bm25":
-            cosine = self.index.dense() @ self._query_vector(query, reading)
-            dense = np.where(mask, cosine, -np.inf)
-            candidates.append(_top(dense, DEPTH, floor=-np.inf))
+        dense_rows = np.zeros(0, np.int64)
+        dense_scores = np.zeros(0, np.float32)
+        dense_kinds = None
+        if vector is not None:
+            dense_rows, dense_scores, dense_kinds = self.source.dense(vector)
+            keep = allowed[self.source.notebook_of(dense_rows)] & wanted[dense_kinds]
+            candidates.append(_top_of(dense_rows[keep], dense_scores[keep], DEPTH))
         clock.lap("dense")
         weight = {"bm25": 0.0, "dense": 1.0, "hybrid": DENSE_WEIGHT}[mode]
         rows = np.unique(np.concatenate(candidates)) if candidates else np.zeros(0, np.int64)
-        ranked = self._rank(rows, bm25, dense, weight)
-        evidence = self._evidence(query, terms, ranked[0][0] if ranked else None, cosine, reading.held_by or {})
+        owners = self.source.notebook_of(rows)
+        kinds_of = _lookup(rows, *_kinds_table(columns, dense_rows, dense_kinds)).astype(np.int64)
+        ranked = self._rank(
+            rows,
+            owners,
+            kinds_of,
+            _lookup(rows, bm25_rows, bm25_scores, 0.0) if mode != "dense" else None,
+            _lookup(rows, dense_rows, dense_scores, np.nan) if vector is not None else None,
+            weight,
+        )
+        top = [n for n, _, _ in ranked[:k]]
+        if vector is not None and top:
+            self.source.require(self.source.container_name(n) for n in top)
+        evidence = self._evidence(query, terms, numbers, ranked[0][0] if ranked else None, vector, held_by)
         refused = self._refuse(evidence, ranked)
         clock.lap("fuse")
         return Ranking(
@@ -204,8 +273,9 @@ class Searcher:
         )
 
     def answer(self, ranking: Ranking) -> Answer:
-        """The second phase of ``search``: the answer contract, reading the fragments of
+        """The second phase of ``search``: the answer contract, reading the records of
         ``ranking.needs`` (and no others)."""
+        self.source.require(self.source.container_name(n) for n in ranking.needs)
         start = time.perf_counter()
         refused, evidence = ranking.refused, ranking.evidence
         asks = intent(ranking.query)
@@ -240,47 +310,65 @@ class Searcher:
             self._translator = Translator(load_table(), stop, self.model.tokenizer.vocab)
         return read_in_english(query, self.analyzer, self._translator)
 
-    def _bm25(self, terms: Sequence[str], reading: Reading) -> np.ndarray:
-        """BM25 of the question's terms, plus ``TRANSLATION_WEIGHT`` times that of its English reading."""
-        scores = self.index.bm25.score(terms)
-        if reading.terms:
-            scores = scores + np.float32(TRANSLATION_WEIGHT) * self.index.bm25.score(reading.terms)
-        return scores
-
     def _query_vector(self, query: str, reading: Reading) -> np.ndarray:
         """The question's vector; a Dutch question's is its English reading's (measured on the
         Dutch dev questions, benchmarks/gold/dev_nl.jsonl, dense alone: notebook hit@1 .000 with
         the Dutch text, .128 with the two vectors blended equally, .359 with the English reading)."""
         return self.model.encode([reading.text or query])[0]
 
-    def _mask(self, filters: Filters) -> np.ndarray:
-        allowed = np.array([filters.notebook_allowed(nb) for nb in self.index.notebooks], dtype=bool)
-        mask = allowed[self.index.chunk_notebook] if len(allowed) else np.zeros(0, dtype=bool)
-        if filters.kinds:
-            mask &= np.isin(self.index.chunk_kind, [KINDS.index(kind) for kind in filters.kinds])
-        return mask
+    def _allowed(self, filters: Filters) -> np.ndarray:
+        """Per notebook, whether the filters let it in: its catalogue columns, and for a kind
+        filter its kind bitmask (a notebook with no chunk of those kinds is out). Kept per
+        filters: a page asks many questions under the same ones."""
+        if filters not in self._allowed_cache:
+            if len(self._allowed_cache) > 32:
+                self._allowed_cache.clear()
+            self._allowed_cache[filters] = self._allowed_now(filters)
+        return self._allowed_cache[filters]
+
+    def _allowed_now(self, filters: Filters) -> np.ndarray:
+        mask = 0
+        for kind in filters.kinds:
+            mask |= 1 << KINDS.index(kind)
+        return np.array(
+            [filters.notebook_allowed(nb) and (not mask or bool(_kinds_mask(nb) & mask)) for nb in self.notebooks],
+            dtype=bool,
+        ).reshape(-1)
 
     def _rank(
-        self, rows: np.ndarray, bm25: np.ndarray | None, dense: np.ndarray | None, weight: float
+        self,
+        rows: np.ndarray,
+        owner_array: np.ndarray,
+        kind_array: np.ndarray,
+        bm25: np.ndarray | None,
+        dense: np.ndarray | None,
+        weight: float,
     ) -> list[tuple[int, float, list[tuple[int, float]]]]:
         """Notebooks by fused score, each with its candidate chunks by the same fused score.
 
         Per ranker a notebook scores ``_notebook_scores`` of its candidate chunks; the fused score
         is ``(1 - weight) * bm25 / best bm25 + weight * (dense - worst) / (best - worst)``, the
         dense scale taken over the candidate notebooks. Chunks are scaled the same way, so a hit
-        list shows a notebook's chunks in the order that made its score."""
+        list shows a notebook's chunks in the order that made its score. ``bm25`` and ``dense``
+        are the candidates' scores (aligned with ``rows``); a dense score not known (a BM25
+        candidate in a cluster the query did not probe: NaN) adds nothing."""
         if not len(rows):
             return []
-        owners = self.index.chunk_notebook[rows].tolist()
-        kinds = self.index.chunk_kind[rows].tolist()
+        owners = owner_array.tolist()
+        kinds = kind_array.tolist()
         fused_notebooks: dict[int, float] = dict.fromkeys(owners, 0.0)
         fused_chunks = np.zeros(len(rows))
-        for scores, share in ((bm25, 1.0 - weight), (dense, weight)):
-            if scores is None or share == 0.0:
+        for values, share in ((bm25, 1.0 - weight), (dense, weight)):
+            if values is None or share == 0.0:
                 continue
-            values = scores[rows]
-            per_notebook = _notebook_scores(owners, kinds, values.tolist())
-            if scores is bm25:
+            known = ~np.isnan(values)
+            if not known.any():
+                continue
+            picked = np.flatnonzero(known).tolist()
+            per_notebook = _notebook_scores(
+                [owners[i] for i in picked], [kinds[i] for i in picked], values[known].tolist()
+            )
+            if values is bm25:
                 low, span = 0.0, max(per_notebook.values())
             else:
                 low = min(per_notebook.values())
@@ -288,13 +376,13 @@ class Searcher:
             span = span if span > 0 else 1.0
             for n, value in per_notebook.items():
                 fused_notebooks[n] += share * (value - low) / span
-            fused_chunks += share * np.maximum(values - low, 0.0) / span
+            fused_chunks += share * np.where(known, np.maximum(np.nan_to_num(values) - low, 0.0), 0.0) / span
         per: dict[int, list[tuple[int, float]]] = {}
         for i in np.lexsort((rows, -fused_chunks)).tolist():
             per.setdefault(owners[i], []).append((int(rows[i]), float(fused_chunks[i])))
         ranked = []
         for n, chunks in per.items():
-            score = fused_notebooks[n] * (STALE_FACTOR if self.index.notebooks[n]["status"] == "stale" else 1.0)
+            score = fused_notebooks[n] * (STALE_FACTOR if self.notebooks[n]["status"] == "stale" else 1.0)
             ranked.append((n, score, chunks))
         ranked.sort(key=lambda item: (-item[1], item[0]))
         return ranked
@@ -303,8 +391,9 @@ class Searcher:
         self,
         query: str,
         terms: Sequence[str],
+        numbers: Sequence[Sequence[str]],
         best: int | None,
-        cosine: np.ndarray | None,
+        vector: np.ndarray | None,
         held_by: Mapping[str, Sequence[str]] | None = None,
     ) -> dict[str, Any]:
         """How much of the query the best notebook holds: the idf-weighted share of the query's
@@ -326,20 +415,21 @@ class Searcher:
         distinct = list(dict.fromkeys(terms))
         if best is None:
             return {"coverage": 0.0, "known_coverage": 0.0, "numbers": 0.0, "similarity": None, "missing": distinct}
-        entry = self.index.notebooks[best]
+        entry = self.notebooks[best]
         meta = entry["meta"]
         catalogue = {term for key in CATALOGUE_FIELDS if key in meta for term in self.analyzer.terms(str(meta[key]))}
-        numbers = [self.analyzer.terms(number) for number in dict.fromkeys(NUMBER_IN_TEXT.findall(query))]
         in_text = {term: self._in_notebook(term, entry) for term in {*distinct, *(t for n in numbers for t in n)}}
         for term, english in (held_by or {}).items():
             if term in in_text and not in_text[term]:
                 in_text[term] = any(self._in_notebook(t, entry) for t in english)
         held = {term: found or term in catalogue for term, found in in_text.items()}
         judged = [term for term in distinct if in_text[term] or term not in catalogue] or distinct
-        weights = [self.index.bm25.idf(term) for term in judged]
-        known = [(w, t) for w, t in zip(weights, judged) if t in self.index.bm25]
+        weights = [self._idf(term) for term in judged]
+        known = [(w, t) for w, t in zip(weights, judged) if self.source.postings(t) is not None]
         found = [all_terms for all_terms in numbers if any(held[t] for t in all_terms)]
-        similarity = float(np.max(cosine[entry["start"] : entry["end"]])) if cosine is not None else None
+        similarity = None
+        if vector is not None and entry["end"] > entry["start"]:
+            similarity = float(np.max(cosines(self.source.notebook_vectors(best), vector)))
         return {
             "coverage": _share(zip(weights, judged), held),
             "known_coverage": _share(known, held),
@@ -349,8 +439,17 @@ class Searcher:
         }
 
     def _in_notebook(self, term: str, entry: Mapping[str, Any]) -> bool:
-        rows = self.index.bm25.documents(term)
+        postings = self.source.postings(term)
+        if postings is None:
+            return False
+        rows = postings[0]
         return bool(np.any((rows >= entry["start"]) & (rows < entry["end"])))
+
+    def _idf(self, term: str) -> float:
+        """Lucene's idf of ``term`` from the archive's statistics (df: its postings' length)."""
+        postings = self.source.postings(term)
+        df = 0 if postings is None else len(postings[0])
+        return float(np.log1p((self.source.n_docs - df + 0.5) / (df + 0.5)))
 
     def _refuse(self, evidence: Mapping[str, Any], ranked: Sequence[Any]) -> bool:
         return not ranked or refuses(evidence, self.calibration)
@@ -384,11 +483,11 @@ class Searcher:
         """Notebook ``n``'s entry of the answer; its hits in ``answer_cell.order_hits``'s order for
         a question that ``asks`` for a value, a place or an explanation, of the ``kinds`` a filter
         lets through (all when empty)."""
-        entry = self.index.notebooks[n]
+        entry = self.notebooks[n]
         records = self.fragment(n)
         start = entry["start"]
-        hits: list[Hit] = []
         kind_of = {row: KINDS.index(records[row - start]["kind"]) for row, _ in rows}
+        hits: list[Hit] = []
         for row, chunk_score in order_hits(rows, records, start, kind_of, asks, kinds)[:HITS_PER_NOTEBOOK]:
             record = records[row - start]
             hit: Hit = {
@@ -460,12 +559,57 @@ def _heading_above(records: Sequence[Mapping[str, Any]], cell: int) -> Neighbour
     return None
 
 
-def _top(scores: np.ndarray, depth: int, floor: float) -> np.ndarray:
-    """Rows of the ``depth`` best scores above ``floor``, best first (ties: lower row first)."""
-    candidates = np.flatnonzero(scores > floor)
+def _top_of(rows: np.ndarray, scores: np.ndarray, depth: int) -> np.ndarray:
+    """The rows (ascending) of the ``depth`` best ``scores``, best first (ties: lower row first).
+    The same selection as over a full score vector: the same argpartition of the same values."""
+    candidates = np.arange(len(rows))
     if len(candidates) > depth:
-        candidates = candidates[np.argpartition(-scores[candidates], depth - 1)[:depth]]
-    return candidates[np.lexsort((candidates, -scores[candidates]))]
+        candidates = candidates[np.argpartition(-scores, depth - 1)[:depth]]
+    picked = rows[candidates]
+    return picked[np.lexsort((picked, -scores[candidates]))]
+
+
+def _bm25_sum(
+    columns: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]], inverse: np.ndarray, n: int, translated: int
+) -> np.ndarray:
+    """BM25 of the ``n`` distinct rows (``inverse``: each gathered posting's row among them) from
+    the query's columns, plus ``TRANSLATION_WEIGHT`` times that of the last ``translated`` ones
+    (a Dutch question's English reading). Per side one bincount in float64, rounded once (as
+    BM25.score), the sides summed in float32: the scores of the Index's full vectors, to the bit."""
+    split = sum(len(c[0]) for c in columns[: len(columns) - translated])
+    weights = np.concatenate([c[1] for c in columns])
+    scores = np.bincount(inverse[:split], weights[:split], minlength=n).astype(np.float32)
+    if translated:
+        english = np.bincount(inverse[split:], weights[split:], minlength=n).astype(np.float32)
+        scores = scores + np.float32(TRANSLATION_WEIGHT) * english
+    return scores
+
+
+def _lookup(rows: np.ndarray, keys: np.ndarray, values: np.ndarray, missing: float) -> np.ndarray:
+    """``values`` at ``rows`` by the ascending ``keys``; ``missing`` where a row is not a key."""
+    out = np.full(len(rows), missing, dtype=np.float64)
+    if len(keys):
+        at = np.minimum(np.searchsorted(keys, rows), len(keys) - 1)
+        hit = keys[at] == rows
+        out[hit] = values[at[hit]]
+    return out
+
+
+def _kinds_table(
+    columns: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]], dense_rows: np.ndarray, dense_kinds: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """(rows ascending, their kind codes, a filler) from what was read: postings and clusters."""
+    rows = [c[0] for c in columns] + ([dense_rows] if dense_kinds is not None else [])
+    kinds = [c[2] for c in columns] + ([dense_kinds] if dense_kinds is not None else [])
+    if not rows:
+        return np.zeros(0, np.int64), np.zeros(0, np.uint8), 0.0
+    keys, first = np.unique(np.concatenate(rows), return_index=True)
+    return keys, np.concatenate(kinds)[first], 0.0
+
+
+def _kinds_mask(entry: Mapping[str, Any]) -> int:
+    """A notebook's kind bitmask (bit i: a chunk of KINDS[i]); an entry without one has all."""
+    return int(entry.get("kinds", (1 << len(KINDS)) - 1))
 
 
 def _notebook_scores(owners: Sequence[int], kinds: Sequence[int], scores: Sequence[float]) -> dict[int, float]:

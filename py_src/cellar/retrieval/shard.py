@@ -1,37 +1,57 @@
-"""The shard: an Index on disk, as a directory of files a static site can serve.
+"""The shard (format 2): an Index on disk as files a static site serves, cut so that a query
+fetches only what it needs. What the tab fetches before its first result grows with the number
+of notebooks, not of chunks.
 
-    manifest.json          format, cellar version, model id + SHA-256, analyser settings, BM25
-                           parameters, counts, refusal calibration, the notebook table, and every
-                           other file with its bytes and SHA-256 (plus a checksum of itself)
-    bm25_*.npy             the BM25 score matrix (CSC arrays, see cellar.retrieval.bm25)
-    vectors.npy scales.npy int8 chunk embeddings and their per-row scales
-    chunk_*.npy            notebook, cell, output and kind of every chunk
-    fragments/<n>.json     the chunk records of notebook n: fetched on demand, one per notebook
+    manifest.json                 the one fixed name: format, cellar version, model id + SHA-256,
+                                  analyser settings, BM25 statistics (N, avgdl, k1, b), counts,
+                                  refusal calibration, the notebook table (with a kind bitmask per
+                                  notebook, what filters need), the term ranges of the postings
+                                  partitions, the cluster files, the container of every notebook,
+                                  and every file with its bytes and SHA-256 (plus its own checksum)
+    dense/<hash>.bin.gz           boot: the IVF centroids (float16, one row per cluster)
+    terms/<hash>.bin.gz           a postings partition: a contiguous range of the sorted vocabulary
+                                  with, per term, its postings (chunk row, kind, and the BM25 score
+                                  today's precomputed score matrix holds: the CSC slice of those
+                                  columns); df is the length of a term's postings
+    clusters/<hash>.bin.gz        an IVF cluster: its chunk rows, kinds, int8 codes and scales
+    notebooks/<hash>.bin.gz       a notebook's container: its chunk records, int8 vectors, scales
 
-``open_shard(directory)`` reads from disk; ``Shard(read)`` takes any ``read(name) -> bytes`` (a
-browser worker reads what it fetched). Opening checks the format and every array file's SHA-256;
-a fragment is checked when it is read. Any mismatch is a ShardError naming the file.
+Every file but the manifest is gzip-compressed (deterministically: no time stamp) and named by
+the SHA-256 of its compressed bytes, so a file whose content did not change keeps its name (and
+the browser's and service worker's caches survive a rebuild). ``.bin`` files are a small JSON
+header (meta data and the dtype, shape and offset of each array) followed by the arrays' raw
+bytes, read with ``np.frombuffer``.
+
+A query needs: the partitions of its terms (``partition_names``), the clusters its vector probes
+(``probe``), then the containers of its top notebooks (``container_name``). ``Shard(read,
+present=...)`` takes any ``read(name) -> bytes``; with ``present`` (a browser worker: has the file
+been fetched yet?), asking for a file that is absent raises NeedFiles naming all that are, so the
+caller fetches them in one round and asks again. Every file is checked against the manifest's
+SHA-256 when it is first read: a damaged, missing or replaced file is a ShardError naming it.
 
 On disk, ``write_shard(index, "build/shard")`` never touches the shard it replaces until the new
 one is whole: it writes every file (each synced) into a new folder beside it,
 ``build/.shard.versions/<manifest checksum>``, opens and checks that folder as a reader would
-(every array, every fragment, the model), and only then switches ``build/shard``, a relative
-symbolic link, to it with one ``os.replace`` of a new link. A writer killed at any moment leaves
-the previous shard whole and in place; the next write removes what it left. The previous version
-is kept (a search that opened it can finish reading its fragments); older ones are removed, so no
-stale fragment outlives a smaller archive. A lock (``flock`` on ``build/.shard.lock``) refuses a
-second writer with ShardBusy. A plain folder at the place (a shard of an older cellar) is moved
-into the versions folder at the switch; a folder that holds no shard is refused, never replaced.
+(every file, the model), and only then switches ``build/shard``, a relative symbolic link, to it
+with one ``os.replace`` of a new link. A writer killed at any moment leaves the previous shard
+whole and in place; the next write removes what it left. The previous version is kept (a search
+that opened it can finish reading its files); older ones are removed. A lock (``flock`` on
+``build/.shard.lock``) refuses a second writer with ShardBusy. A plain folder at the place (a
+shard of an older cellar) is moved into the versions folder at the switch; a folder that holds
+no shard is refused, never replaced.
 """
 
 from __future__ import annotations
 
-import io
+import gzip
 import json
+import math
 import os
 import shutil
+import struct
 import time
-from collections.abc import Callable, Iterator
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
@@ -42,14 +62,15 @@ from cellar import __version__
 from cellar.ingest.provenance import revision
 from cellar.records import KINDS
 from cellar.retrieval.analysis import AnalyzerSettings
-from cellar.retrieval.bm25 import BM25
 from cellar.retrieval.embedding import StaticModel
 from cellar.retrieval.index import Index
+from cellar.retrieval.ivf import choose_nprobe, cluster_count, kmeans, nearest_centroid
 
-FORMAT = 1
+FORMAT = 2
 MANIFEST = "manifest.json"
-MANIFEST_KEYS = ("model", "analyzer", "bm25", "counts", "calibration", "notebooks", "files")
-ARRAYS = ("vectors", "scales", "chunk_notebook", "chunk_cell", "chunk_output", "chunk_kind")
+MANIFEST_KEYS = ("model", "analyzer", "bm25", "counts", "calibration", "notebooks", "files", "lexical", "dense")
+MAGIC = b"CELLAR2\n"
+PARTITION_POSTINGS = 4096  # postings per terms partition (a term is never split)
 
 
 class ShardError(ValueError):
@@ -60,52 +81,166 @@ class ShardBusy(ShardError):
     """Another process is writing the same shard."""
 
 
+class NeedFiles(Exception):
+    """The files (names relative to the shard) a search needs that have not been fetched yet."""
+
+    def __init__(self, names: Sequence[str]) -> None:
+        super().__init__(f"needs {len(names)} file(s): {', '.join(names[:5])}")
+        self.names = list(names)
+
+
 def _places(directory: Path) -> tuple[Path, Path]:
     """The versions folder and the lock file that belong to the shard at `directory`."""
     return directory.parent / f".{directory.name}.versions", directory.parent / f".{directory.name}.lock"
-
-
-def fragment_name(n: int) -> str:
-    return f"fragments/{n}.json"
-
-
-def _npy(array: np.ndarray) -> bytes:
-    buffer = io.BytesIO()
-    np.save(buffer, np.ascontiguousarray(array), allow_pickle=False)
-    return buffer.getvalue()
 
 
 def _canonical(data: Any) -> bytes:
     return json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode("utf-8")
 
 
-def shard_files(index: Index) -> dict[str, bytes]:
+# -- the .bin files -------------------------------------------------------------------------------
+
+
+def pack(arrays: dict[str, np.ndarray], meta: Any = None) -> bytes:
+    """A header (JSON: ``meta`` and each array's dtype, shape and offset) and the arrays' bytes."""
+    layout, blobs, offset = {}, [], 0
+    for name, array in arrays.items():
+        data = np.ascontiguousarray(array)
+        layout[name] = {"dtype": data.dtype.str, "shape": list(data.shape), "offset": offset}
+        blobs.append(data.tobytes())
+        offset += len(blobs[-1])
+    header = _canonical({"meta": meta, "arrays": layout})
+    return MAGIC + struct.pack("<I", len(header)) + header + b"".join(blobs)
+
+
+def unpack(data: bytes) -> tuple[Any, dict[str, np.ndarray]]:
+    """Inverse of ``pack``: (meta, arrays); raises ValueError on anything that does not fit."""
+    if not data.startswith(MAGIC) or len(data) < len(MAGIC) + 4:
+        raise ValueError("not a cellar .bin file")
+    (size,) = struct.unpack_from("<I", data, len(MAGIC))
+    body = len(MAGIC) + 4 + size
+    header = json.loads(data[len(MAGIC) + 4 : body])
+    arrays = {}
+    for name, spec in header["arrays"].items():
+        dtype = np.dtype(spec["dtype"])
+        count = math.prod(spec["shape"])
+        start = body + spec["offset"]
+        if start + count * dtype.itemsize > len(data):
+            raise ValueError(f"array {name} runs past the end of the file")
+        arrays[name] = np.frombuffer(data, dtype, count, start).reshape(spec["shape"])
+    return header["meta"], arrays
+
+
+def _gzip(data: bytes) -> bytes:
+    return gzip.compress(data, compresslevel=9, mtime=0)
+
+
+def _hashed(role: str, raw: bytes, extension: str = "bin") -> tuple[str, bytes]:
+    packed = _gzip(raw)
+    return f"{role}/{revision(packed)[:20]}.{extension}.gz", packed
+
+
+# -- building ---------------------------------------------------------------------------------------
+
+
+def _partitions(terms: list[str], indptr: np.ndarray, target: int) -> list[tuple[int, int]]:
+    """Contiguous term ranges of about ``target`` postings each (a term is never split)."""
+    ranges, first, count = [], 0, 0
+    starts = indptr.tolist()
+    for j in range(len(terms)):
+        count += starts[j + 1] - starts[j]
+        if count >= target:
+            ranges.append((first, j + 1))
+            first, count = j + 1, 0
+    if first < len(terms):
+        ranges.append((first, len(terms)))
+    return ranges
+
+
+def _kind_mask(kinds: Iterable[int]) -> int:
+    mask = 0
+    for kind in kinds:
+        mask |= 1 << int(kind)
+    return mask
+
+
+def shard_files(
+    index: Index, *, partition_postings: int = PARTITION_POSTINGS, clusters: int | None = None
+) -> dict[str, bytes]:
     """The shard's files by name (manifest last), as bytes: pure, so it can be checked or served."""
     if index.chunks is None:
         raise ValueError("writing a shard needs an index that holds its chunk records")
-    files = {f"bm25_{name}.npy": _npy(array) for name, array in index.bm25.to_arrays().items()}
-    files.update({f"{name}.npy": _npy(getattr(index, name)) for name in ARRAYS})
-    for n, entry in enumerate(index.notebooks):
+    files: dict[str, bytes] = {}
+
+    def add(role: str, raw: bytes) -> str:
+        name, packed = _hashed(role, raw)
+        files[name] = packed
+        return name
+
+    bm25 = index.bm25
+    kinds = index.chunk_kind
+    lexical_first, lexical_files = [], []
+    for first, last in _partitions(bm25.terms, bm25.indptr, partition_postings):
+        s, e = int(bm25.indptr[first]), int(bm25.indptr[last])
+        encoded = [term.encode("utf-8") for term in bm25.terms[first:last]]
+        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+        np.cumsum([len(t) for t in encoded], out=offsets[1:])
+        rows = bm25.indices[s:e]
+        arrays = {
+            "terms_utf8": np.frombuffer(b"".join(encoded), dtype=np.uint8),
+            "terms_offsets": offsets,
+            "indptr": (bm25.indptr[first : last + 1] - s).astype(np.int64),
+            "rows": rows.astype(np.int32),
+            "kinds": kinds[rows].astype(np.uint8),
+            "scores": bm25.data[s:e].astype(np.float32),
+        }
+        lexical_first.append(bm25.terms[first])
+        lexical_files.append(add("terms", pack(arrays, {"first": bm25.terms[first], "last": bm25.terms[last - 1]})))
+
+    dense = index.dense()
+    k = clusters or cluster_count(index.n_chunks)
+    centroids = kmeans(dense, k)
+    assign = nearest_centroid(dense, centroids)
+    nprobe, recall = choose_nprobe(dense, centroids, assign)
+    cluster_files = []
+    for c in range(k):
+        rows = np.flatnonzero(assign == c).astype(np.int32)
+        arrays = {"rows": rows, "kinds": kinds[rows], "codes": index.vectors[rows], "scales": index.scales[rows]}
+        cluster_files.append(add("clusters", pack(arrays, {"cluster": c})))
+    centroid_file = add("dense", pack({"centroids": centroids.astype(np.float16)}))
+
+    notebooks, containers = [], []
+    for entry in index.notebooks:
+        start, end = entry["start"], entry["end"]
         chunks = [
-            {key: value for key, value in record.items() if key not in ("path", "revision")}
-            for record in index.chunks[entry["start"] : entry["end"]]
+            {key: value for key, value in r.items() if key not in ("path", "revision")} for r in index.chunks[start:end]
         ]
-        files[fragment_name(n)] = _canonical({"path": entry["path"], "revision": entry["revision"], "chunks": chunks})
+        meta = {"path": entry["path"], "revision": entry["revision"], "chunks": chunks}
+        containers.append(
+            add("notebooks", pack({"vectors": index.vectors[start:end], "scales": index.scales[start:end]}, meta))
+        )
+        notebooks.append({**entry, "kinds": _kind_mask(np.unique(kinds[start:end]))})
+    kind_codes, kind_counts = np.unique(kinds, return_counts=True)
     manifest = {
         "format": FORMAT,
         "cellar": __version__,
         "model": {"id": index.model_id, "sha256": index.model_sha256},
         "analyzer": index.analyzer.to_dict(),
-        "bm25": {"k1": index.bm25.k1, "b": index.bm25.b},
+        "bm25": {"k1": bm25.k1, "b": bm25.b, "n": bm25.n_docs, "avgdl": bm25.avgdl},
         "counts": {
             "notebooks": len(index.notebooks),
             "chunks": index.n_chunks,
-            "terms": len(index.bm25.terms),
+            "terms": len(bm25.terms),
             "dims": int(index.vectors.shape[1]),
+            "kinds": {KINDS[c]: int(n) for c, n in zip(kind_codes.tolist(), kind_counts.tolist())},
         },
-        "kinds": list(KINDS),  # the names of chunk_kind.npy's codes
+        "kinds": list(KINDS),  # the names of the kind codes
         "calibration": index.calibration,
-        "notebooks": index.notebooks,
+        "notebooks": notebooks,
+        "containers": containers,
+        "lexical": {"first": lexical_first, "files": lexical_files, "postings": partition_postings},
+        "dense": {"centroids": centroid_file, "files": cluster_files, "nprobe": nprobe, "recall@50": recall},
+        "boot": [centroid_file],
         "files": {name: {"bytes": len(data), "sha256": revision(data)} for name, data in files.items()},
     }
     manifest["checksum"] = revision(_canonical(manifest))
@@ -165,11 +300,13 @@ def _write_and_switch(directory: Path, files: dict[str, bytes], model: StaticMod
     partial = versions / f".partial-{version}-{os.getpid()}"
     if partial.exists():
         shutil.rmtree(partial)
-    (partial / "fragments").mkdir(parents=True)
+    folders = sorted({(partial / name).parent for name in files})
+    for folder in folders:
+        folder.mkdir(parents=True, exist_ok=True)
     for name, data in files.items():
         _write_file(partial / name, data)
-    _sync_folder(partial / "fragments")
-    _sync_folder(partial)
+    for folder in folders:
+        _sync_folder(folder)
     try:
         _verify(partial, files, model)
     except ShardError as error:
@@ -239,10 +376,9 @@ def _sync_folder(folder: Path) -> None:
 
 
 def _verify(folder: Path, files: dict[str, bytes], model: StaticModel | None) -> None:
-    """Open the written folder as a reader would: the manifest, every array, every fragment."""
+    """Open the written folder as a reader would: the manifest, then every file it lists."""
     shard = open_shard(folder, model)
-    for n in range(len(shard.index.notebooks)):
-        shard.fragment(n)
+    shard.check_all()
     on_disk = {path.relative_to(folder).as_posix() for path in folder.rglob("*") if path.is_file()}
     if on_disk != set(files):
         raise ShardError(f"{folder}: holds {sorted(on_disk ^ set(files))} against its manifest")
@@ -263,46 +399,58 @@ def _tidy(directory: Path, versions: Path, keep: set[Path | None]) -> None:
 
 
 class Shard:
-    """An opened, checked shard. ``index`` has no chunk records: ``fragment(n)`` reads (and
-    checks, and keeps) notebook n's records when a search first needs them."""
+    """An opened, checked shard: its manifest and boot files (the centroids). Partitions,
+    clusters and containers are read (checked, and kept) when a search first needs them.
 
-    def __init__(self, read: Callable[[str], bytes], source: str = "shard") -> None:
+    ``present(name)``: whether a file can be read now (a browser worker: whether it has been
+    fetched); ``require(names)`` raises NeedFiles with those that cannot. None: all can."""
+
+    def __init__(
+        self, read: Callable[[str], bytes], source: str = "shard", present: Callable[[str], bool] | None = None
+    ) -> None:
         self._read = read
+        self._present = present
         self.source = source
         self.manifest = self._manifest()
-        self._fragments: dict[int, list[dict[str, Any]]] = {}
-        arrays = {name: self._array(f"{name}.npy") for name in ARRAYS}
-        bm25_names = [name for name in self.manifest["files"] if name.startswith("bm25_")]
-        bm25_arrays = {name[5:-4]: self._array(name) for name in bm25_names}
-        try:
-            bm25 = BM25.from_arrays(bm25_arrays)
-            analyzer = AnalyzerSettings.from_dict(self.manifest["analyzer"])
-        except (ValueError, KeyError, TypeError) as error:
-            raise ShardError(f"{source}: damaged, its arrays do not make an index ({error!r})") from None
+        self._cache: dict[str, tuple[Any, dict[str, np.ndarray]]] = {}
+        self._postings: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._parsed: set[str] = set()
+        self._clusters: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._containers: dict[int, tuple[list[dict[str, Any]], np.ndarray]] = {}
         if self.manifest.get("kinds") != list(KINDS):
             raise ShardError(
                 f"{source}/{MANIFEST}: chunk kinds {self.manifest.get('kinds')!r}, this cellar knows "
                 f"{list(KINDS)}: index the archive again with `cellar index`"
             )
-        counts = self.manifest["counts"]
-        if arrays["vectors"].shape[0] != counts["chunks"] or bm25.n_docs != counts["chunks"]:
-            raise ShardError(
-                f"{source}/vectors.npy: {arrays['vectors'].shape[0]} rows, {MANIFEST} counts {counts['chunks']}"
-            )
-        self.index = Index(
-            notebooks=self.manifest["notebooks"],
-            bm25=bm25,
-            analyzer=analyzer,
-            model_id=self.manifest["model"]["id"],
-            model_sha256=self.manifest["model"]["sha256"],
-            calibration=self.manifest["calibration"],
-            vectors=arrays["vectors"],
-            scales=arrays["scales"],
-            chunk_notebook=arrays["chunk_notebook"],
-            chunk_cell=arrays["chunk_cell"],
-            chunk_output=arrays["chunk_output"],
-            chunk_kind=arrays["chunk_kind"],
-        )
+        try:
+            self.analyzer = AnalyzerSettings.from_dict(self.manifest["analyzer"])
+            bm25 = self.manifest["bm25"]
+            self.n_docs, self.k1, self.b, self.avgdl = int(bm25["n"]), bm25["k1"], bm25["b"], bm25["avgdl"]
+            self.notebooks: list[dict[str, Any]] = self.manifest["notebooks"]
+            self.lexical_first: list[str] = self.manifest["lexical"]["first"]
+            self.lexical_files: list[str] = self.manifest["lexical"]["files"]
+            dense = self.manifest["dense"]
+            self.cluster_files: list[str] = dense["files"]
+            self.nprobe = int(dense["nprobe"])
+            self.containers: list[str] = self.manifest["containers"]
+            if len(self.containers) != len(self.notebooks) or len(self.lexical_first) != len(self.lexical_files):
+                raise ValueError("the manifest's tables disagree in length")
+        except (ValueError, KeyError, TypeError) as error:
+            raise ShardError(f"{source}/{MANIFEST}: damaged, not a shard manifest ({error!r})") from None
+        self.model_id = self.manifest["model"]["id"]
+        self.model_sha256 = self.manifest["model"]["sha256"]
+        self.calibration = self.manifest["calibration"]
+        self.starts = np.array([nb["start"] for nb in self.notebooks] + [self.n_chunks], dtype=np.int64)
+        _, arrays = self._unpacked(dense["centroids"], ("centroids",))
+        self.centroids = arrays["centroids"].astype(np.float32)
+        if self.centroids.shape != (len(self.cluster_files), self.manifest["counts"]["dims"]):
+            raise ShardError(f"{source}/{dense['centroids']}: {self.centroids.shape} centroids, the manifest disagrees")
+
+    @property
+    def n_chunks(self) -> int:
+        return int(self.manifest["counts"]["chunks"])
+
+    # -- reading and checking ------------------------------------------------------------------
 
     def _manifest(self) -> dict[str, Any]:
         where = f"{self.source}/{MANIFEST}"
@@ -313,7 +461,10 @@ class Shard:
         except (UnicodeDecodeError, json.JSONDecodeError, KeyError, AttributeError, TypeError) as error:
             raise ShardError(f"{where}: damaged, not a shard manifest ({error})") from None
         if manifest.get("format") != FORMAT:
-            raise ShardError(f"{where}: shard format {manifest.get('format')!r}, this cellar reads format {FORMAT}")
+            raise ShardError(
+                f"{where}: shard format {manifest.get('format')!r}, this cellar reads format {FORMAT}: "
+                "index the archive again with `cellar index`"
+            )
         if revision(_canonical(manifest)) != claimed:
             raise ShardError(f"{where}: damaged (its checksum does not match its content)")
         missing = [key for key in MANIFEST_KEYS if not isinstance(manifest.get(key), dict | list)]
@@ -328,6 +479,7 @@ class Shard:
             raise ShardError(f"{self.source}/{name}: cannot read ({error.strerror or error})") from None
 
     def _checked(self, name: str) -> bytes:
+        """The file's bytes once they match the manifest's SHA-256, decompressed."""
         expected = self.manifest["files"].get(name)
         if expected is None:
             raise ShardError(f"{self.source}/{name}: not listed in {MANIFEST}")
@@ -338,14 +490,32 @@ class Shard:
                 f"{self.source}/{name}: damaged or replaced (SHA-256 mismatch: the file has {digest}, "
                 f"{len(data)} bytes; {MANIFEST} records {expected['sha256']}, {expected['bytes']} bytes)"
             )
-        return data
-
-    def _array(self, name: str) -> np.ndarray:
-        data = self._checked(name)  # a hash mismatch is "damaged", said by _checked
         try:
-            return np.load(io.BytesIO(data), allow_pickle=False)
-        except (ValueError, EOFError, OSError) as error:
-            raise ShardError(f"{self.source}/{name}: not a NumPy array file ({error})") from None
+            return gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as error:
+            raise ShardError(f"{self.source}/{name}: damaged, not gzip data ({error})") from None
+
+    def _unpacked(self, name: str, needed: Sequence[str] = ()) -> tuple[Any, dict[str, np.ndarray]]:
+        if name not in self._cache:
+            try:
+                meta, arrays = unpack(self._checked(name))
+                absent = [key for key in needed if key not in arrays]
+                if absent:
+                    raise ValueError(f"arrays {absent} missing")
+            except (ValueError, KeyError, TypeError) as error:
+                if isinstance(error, ShardError):
+                    raise
+                raise ShardError(f"{self.source}/{name}: damaged ({error!r})") from None
+            self._cache[name] = (meta, arrays)
+        return self._cache[name]
+
+    def require(self, names: Iterable[str]) -> None:
+        """Raise NeedFiles naming those of ``names`` that cannot be read yet (see the class)."""
+        if self._present is None:
+            return
+        absent = [name for name in dict.fromkeys(names) if name not in self._cache and not self._present(name)]
+        if absent:
+            raise NeedFiles(absent)
 
     def check_model(self, model: StaticModel) -> None:
         """Refuse a model other than the one the shard was embedded with."""
@@ -356,31 +526,119 @@ class Shard:
                 f"not {model.id} (SHA-256 {model.sha256})"
             )
 
-    def fragment(self, n: int) -> list[dict[str, Any]]:
-        """The chunk records of notebook ``n`` (path and revision filled in), checked once."""
-        if n not in self._fragments:
-            name = fragment_name(n)
+    def check_all(self) -> None:
+        """Read and check every file the manifest lists (the writer's check)."""
+        for name in self.lexical_files:
+            self._partition(name)
+        for c in range(len(self.cluster_files)):
+            self.cluster(c)
+        for n in range(len(self.notebooks)):
+            self.container(n)
+        listed = {*self.lexical_files, *self.cluster_files, *self.containers, self.manifest["dense"]["centroids"]}
+        if listed != set(self.manifest["files"]):
+            raise ShardError(
+                f"{self.source}/{MANIFEST}: lists files no table names ({sorted(listed ^ set(self.manifest['files']))})"
+            )
+
+    # -- lexical ---------------------------------------------------------------------------------
+
+    def partition_name(self, term: str) -> str | None:
+        """The partition that would hold ``term`` (None: before the first term)."""
+        import bisect
+
+        i = bisect.bisect_right(self.lexical_first, term) - 1
+        return self.lexical_files[i] if i >= 0 else None
+
+    def partition_names(self, terms: Iterable[str]) -> list[str]:
+        return list(dict.fromkeys(name for name in map(self.partition_name, terms) if name is not None))
+
+    def _partition(self, name: str) -> None:
+        if name in self._parsed:
+            return
+        meta, arrays = self._unpacked(name, ("terms_utf8", "terms_offsets", "indptr", "rows", "kinds", "scores"))
+        blob = arrays["terms_utf8"].tobytes()
+        offsets = arrays["terms_offsets"].tolist()
+        indptr = arrays["indptr"].tolist()
+        rows, kinds, scores = arrays["rows"], arrays["kinds"], arrays["scores"]
+        if len(offsets) != len(indptr) or indptr[-1] != len(rows) or not len(rows) == len(kinds) == len(scores):
+            raise ShardError(f"{self.source}/{name}: damaged (its arrays disagree)")
+        for j in range(len(offsets) - 1):
+            term = blob[offsets[j] : offsets[j + 1]].decode("utf-8")
+            s, e = indptr[j], indptr[j + 1]
+            self._postings[term] = (rows[s:e], scores[s:e], kinds[s:e])
+        self._parsed.add(name)
+
+    def postings(self, term: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """(chunk rows ascending, BM25 scores, kinds) of ``term``; None for a term no chunk holds."""
+        name = self.partition_name(term)
+        if name is None:
+            return None
+        self._partition(name)
+        return self._postings.get(term)
+
+    # -- dense -----------------------------------------------------------------------------------
+
+    def probe(self, query_vector: np.ndarray, nprobe: int | None = None) -> list[int]:
+        """The clusters whose centroids are closest to the query (best first)."""
+        similarity = self.centroids @ query_vector.astype(np.float32)
+        return np.argsort(-similarity, kind="stable")[: nprobe or self.nprobe].tolist()
+
+    def cluster_name(self, c: int) -> str:
+        return self.cluster_files[c]
+
+    def cluster(self, c: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(chunk rows, kinds, float32 vectors) of cluster ``c``."""
+        if c not in self._clusters:
+            name = self.cluster_files[c]
+            _, arrays = self._unpacked(name, ("rows", "kinds", "codes", "scales"))
+            rows, codes = arrays["rows"], arrays["codes"]
+            if codes.shape != (len(rows), self.centroids.shape[1]) or len(arrays["scales"]) != len(rows):
+                raise ShardError(f"{self.source}/{name}: damaged (its arrays disagree)")
+            dense = codes.astype(np.float32) * arrays["scales"][:, None]
+            self._clusters[c] = (rows, arrays["kinds"], dense)
+        return self._clusters[c]
+
+    # -- notebooks ---------------------------------------------------------------------------------
+
+    def container_name(self, n: int) -> str:
+        return self.containers[n]
+
+    def container(self, n: int) -> tuple[list[dict[str, Any]], np.ndarray]:
+        """Notebook ``n``'s chunk records (path and revision filled in) and float32 vectors."""
+        if n not in self._containers:
+            name = self.containers[n]
+            meta, arrays = self._unpacked(name, ("vectors", "scales"))
+            entry = self.notebooks[n]
             try:
-                data = json.loads(self._checked(name))
-                path, chunks = data["path"], data["chunks"]
-            except (ValueError, KeyError, TypeError) as error:
-                if isinstance(error, ShardError):
-                    raise
-                raise ShardError(f"{self.source}/{name}: damaged, not a fragment ({error!r})") from None
-            entry = self.index.notebooks[n]
-            if (path, data.get("revision")) != (entry["path"], entry["revision"]):
-                raise ShardError(f"{self.source}/{name}: belongs to {data['path']}, not {entry['path']}")
-            self._fragments[n] = [{"path": path, "revision": entry["revision"], **chunk} for chunk in chunks]
-        return self._fragments[n]
+                path, chunks = meta["path"], meta["chunks"]
+            except (KeyError, TypeError) as error:
+                raise ShardError(f"{self.source}/{name}: damaged, not a container ({error!r})") from None
+            if (path, meta.get("revision")) != (entry["path"], entry["revision"]):
+                raise ShardError(f"{self.source}/{name}: belongs to {path}, not {entry['path']}")
+            if len(chunks) != entry["end"] - entry["start"] or arrays["vectors"].shape[0] != len(chunks):
+                raise ShardError(f"{self.source}/{name}: damaged ({len(chunks)} chunks, the manifest disagrees)")
+            records = [{"path": path, "revision": entry["revision"], **chunk} for chunk in chunks]
+            self._containers[n] = (records, arrays["vectors"].astype(np.float32) * arrays["scales"][:, None])
+        return self._containers[n]
+
+    def fragment(self, n: int) -> list[dict[str, Any]]:
+        """The chunk records of notebook ``n``."""
+        return self.container(n)[0]
+
+    def notebook_of(self, rows: np.ndarray) -> np.ndarray:
+        return np.searchsorted(self.starts, rows, side="right") - 1
 
 
-def open_shard(directory: str | os.PathLike[str], model: StaticModel | None = None) -> Shard:
-    """The shard in ``directory``, checked; with ``model``, checked against it too."""
+def open_shard(
+    directory: str | os.PathLike[str], model: StaticModel | None = None, present: Callable[[str], bool] | None = None
+) -> Shard:
+    """The shard in ``directory``, checked; with ``model``, checked against it too; ``present``
+    as for Shard (a browser worker: the files fetched so far)."""
     directory = Path(directory)
     if not (directory / MANIFEST).is_file():
         raise ShardError(f"{directory}/{MANIFEST}: missing (not a shard directory)")
     pinned = directory.resolve()  # one version throughout, even if a writer switches the link meanwhile
-    shard = Shard(lambda name: (pinned / name).read_bytes(), str(directory))
+    shard = Shard(lambda name: (pinned / name).read_bytes(), str(directory), present)
     if model is not None:
         shard.check_model(model)
     return shard

@@ -149,38 +149,35 @@ _WORD = re.compile(r"\w+(?:[.\-]\w+)*")
 
 @lru_cache(maxsize=2)
 def _opened(shard_dir: str) -> tuple[Any, Any]:
-    """The Searcher and Shard of `shard_dir`, opened and checked once per worker (the shard's
-    array files against its manifest, the manifest against the model)."""
+    """The Searcher and Shard of `shard_dir`, opened and checked once per worker (the manifest and
+    the boot files against it, the manifest against the model). A file the page has not fetched
+    yet is absent from `shard_dir`: asking for it raises NeedFiles (see `search`)."""
     from cellar.retrieval.search import Searcher
     from cellar.retrieval.shard import open_shard
 
     model = default_model()
-    shard = open_shard(shard_dir, model)
-    return Searcher(shard.index, model, shard.fragment), shard
+    shard = open_shard(shard_dir, model, present=lambda name: os.path.exists(os.path.join(shard_dir, name)))
+    return Searcher(shard, model), shard
 
 
 def search_open(shard_dir: str) -> dict[str, Any]:
-    """Open the shard in `shard_dir` (its fragments may be absent: `search` asks for them); what
-    the page's filters can offer."""
-    import numpy as np
-
-    from cellar.records import KINDS
-
+    """Open the shard in `shard_dir` (only its manifest and boot files need be there: `search` asks
+    for the rest); what the page's filters can offer."""
     searcher, shard = _opened(shard_dir)
-    kinds, counts = np.unique(searcher.index.chunk_kind, return_counts=True)
     return {
-        "notebooks": len(searcher.index.notebooks),
-        "chunks": int(searcher.index.n_chunks),
-        "kinds": {KINDS[kind]: int(count) for kind, count in zip(kinds.tolist(), counts.tolist())},
+        "notebooks": len(shard.notebooks),
+        "chunks": shard.n_chunks,
+        "kinds": dict(shard.manifest["counts"]["kinds"]),
         "model": searcher.model.id,
     }
 
 
 def search(query: str, options: Mapping[str, Any], shard_dir: str) -> dict[str, Any]:
-    """The answer contract for `query`, or `{"fetch": [file names]}`: the fragments (relative to
-    `shard_dir`) that the answer needs and the page has not fetched yet; it fetches them into
-    `shard_dir` and asks again. So the page downloads the fragments of the notebooks it shows,
-    never the whole shard.
+    """The answer contract for `query`, or `{"fetch": [file names]}`: the shard files (relative to
+    `shard_dir`) that the search needs next and the page has not fetched yet; it fetches them into
+    `shard_dir` and asks again. The first round names the postings partitions of the query's
+    terms and the clusters its vector probes; the second, the containers of the top notebooks.
+    So the page downloads what the query needs, never the whole shard.
 
     options: k (notebooks, default 3), mode (hybrid | bm25 | dense), year_from, year_to,
     project, path_prefix, kinds (list), include_deprecated. Each hit and neighbourhood entry
@@ -189,7 +186,7 @@ def search(query: str, options: Mapping[str, Any], shard_dir: str) -> dict[str, 
     table and a summary sentence), which the page draws as a table.
     """
     from cellar.retrieval.search import Filters
-    from cellar.retrieval.shard import fragment_name
+    from cellar.retrieval.shard import NeedFiles
 
     searcher, shard = _opened(shard_dir)
     filters = Filters(
@@ -200,14 +197,11 @@ def search(query: str, options: Mapping[str, Any], shard_dir: str) -> dict[str, 
         kinds=tuple(options.get("kinds") or ()),
         include_deprecated=bool(options.get("include_deprecated")),
     )
-    # Ranking needs the shard's arrays alone; it names every fragment the answer will read, so
-    # the page fetches them all in one round trip.
-    ranking = searcher.rank(query, int(options.get("k", 3)), filters, options.get("mode", "hybrid"))
-    names = [fragment_name(n) for n in ranking.needs]
-    absent = [name for name in names if not os.path.exists(os.path.join(shard_dir, name))]
-    if absent:
-        return {"fetch": absent}
-    answer = searcher.answer(ranking)
+    try:
+        ranking = searcher.rank(query, int(options.get("k", 3)), filters, options.get("mode", "hybrid"))
+        answer = searcher.answer(ranking)
+    except NeedFiles as need:
+        return {"fetch": need.names}
     terms = set(answer["terms"])
     # The notebooks shown (or, for a refusal, the closest one) are those of ranking.needs, in order.
     for n, notebook in zip(ranking.needs, (*answer["notebooks"], *answer.get("closest", ()))):

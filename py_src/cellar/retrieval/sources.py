@@ -1,0 +1,121 @@
+"""Where a search reads from: an in-memory Index (``MemorySource``: every postings list and every
+vector, so the dense ranker is exact) or a format-2 shard (``ShardSource``: what the query needs,
+read on demand; see cellar.retrieval.shard). Both give the Searcher (cellar.retrieval.search) the
+same things: postings per term, candidate rows with their cosines and kinds, a notebook's
+vectors and records, and the names of the files a tab must fetch first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+
+from cellar.retrieval.index import Index
+
+
+def cosines(vectors: np.ndarray, query_vector: np.ndarray) -> np.ndarray:
+    """The cosines of float32 unit rows with the query, summed in float64 row by row: the same
+    value for a row whether it is scored with all rows (in memory) or with its cluster (a shard),
+    which a float32 matrix product does not promise (its blocking depends on the rows given)."""
+    return np.einsum("ij,j->i", vectors, query_vector.astype(np.float64), dtype=np.float64, optimize=False)
+
+
+class MemorySource:
+    """An in-memory Index as a search source: every postings list and every vector at hand, so
+    the dense ranker is exact (the reference the shard's clustered search is measured against)."""
+
+    def __init__(self, index: Index, fragment: Callable[[int], list[dict[str, Any]]] | None = None) -> None:
+        self.index = index
+        self.notebooks = index.notebooks
+        self.analyzer = index.analyzer
+        self.model_id, self.model_sha256 = index.model_id, index.model_sha256
+        self.calibration = index.calibration
+        self.n_docs = index.bm25.n_docs
+        self.fragment = fragment or index.notebook_chunks
+        self.starts = np.array([nb["start"] for nb in index.notebooks] + [index.n_chunks], dtype=np.int64)
+
+    def require(self, names: Iterable[str]) -> None:
+        pass
+
+    def partition_names(self, terms: Iterable[str]) -> list[str]:
+        return []
+
+    def probe(self, query_vector: np.ndarray) -> list[int]:
+        return []
+
+    def cluster_name(self, c: int) -> str:
+        raise KeyError(c)
+
+    def container_name(self, n: int) -> str:
+        return f"notebook {n}"
+
+    def postings(self, term: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        bm25 = self.index.bm25
+        j = bm25.columns([term])
+        if not j:
+            return None
+        s, e = int(bm25.indptr[j[0]]), int(bm25.indptr[j[0] + 1])
+        rows = bm25.indices[s:e]
+        return rows, bm25.data[s:e], self.index.chunk_kind[rows]
+
+    def dense(self, query_vector: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        rows = np.arange(self.index.n_chunks)
+        return rows, cosines(self.index.dense(), query_vector), self.index.chunk_kind
+
+    def notebook_vectors(self, n: int) -> np.ndarray:
+        entry = self.notebooks[n]
+        return self.index.dense()[entry["start"] : entry["end"]]
+
+    def notebook_of(self, rows: np.ndarray) -> np.ndarray:
+        return self.index.chunk_notebook[rows]
+
+
+class ShardSource:
+    """A format-2 shard (cellar.retrieval.shard.Shard) as a search source: the postings of the
+    query's terms, the clusters its vector probes, the containers of the top notebooks; each
+    read when first needed (in a browser worker: NeedFiles names what to fetch first)."""
+
+    def __init__(self, shard: Any, nprobe: int | None = None) -> None:
+        self.shard = shard
+        self.notebooks = shard.notebooks
+        self.analyzer = shard.analyzer
+        self.model_id, self.model_sha256 = shard.model_id, shard.model_sha256
+        self.calibration = shard.calibration
+        self.n_docs = shard.n_docs
+        self.nprobe = nprobe or shard.nprobe
+        self.starts = shard.starts
+        self.fragment = shard.fragment
+
+    def require(self, names: Iterable[str]) -> None:
+        self.shard.require(names)
+
+    def partition_names(self, terms: Iterable[str]) -> list[str]:
+        return self.shard.partition_names(terms)
+
+    def probe(self, query_vector: np.ndarray) -> list[int]:
+        return self.shard.probe(query_vector, self.nprobe)
+
+    def cluster_name(self, c: int) -> str:
+        return self.shard.cluster_name(c)
+
+    def container_name(self, n: int) -> str:
+        return self.shard.container_name(n)
+
+    def postings(self, term: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        return self.shard.postings(term)
+
+    def dense(self, query_vector: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        parts = [self.shard.cluster(c) for c in self.probe(query_vector)]
+        rows = np.concatenate([p[0] for p in parts]).astype(np.int64)
+        kinds = np.concatenate([p[1] for p in parts])
+        cosine = np.concatenate([cosines(p[2], query_vector) for p in parts])
+        order = np.argsort(rows, kind="stable")
+        return rows[order], cosine[order], kinds[order]
+
+    def notebook_vectors(self, n: int) -> np.ndarray:
+        return self.shard.container(n)[1]
+
+    def notebook_of(self, rows: np.ndarray) -> np.ndarray:
+        return self.shard.notebook_of(rows)
