@@ -41,7 +41,7 @@ function remove(root, names) {
   }
 }
 
-// Python here runs archive notebooks (the viewer's re-render) and learners' code, and Pyodide's
+// Python here runs learners' code (and, in re-render mode, an archive notebook), and Pyodide's
 // `js` module hands it this worker's globals. Origin storage goes before any of it runs: the
 // offline copy (CacheStorage) holds what the pages trust as the site's own files, and IndexedDB
 // is origin storage too. Neither is used here. (The page's policy keeps the worker's fetches on

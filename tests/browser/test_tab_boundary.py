@@ -97,6 +97,16 @@ PROBES: list[tuple[str, str, str]] = [
         "async",
         "import pyodide_js\nreturn pyodide_js.loadPackage(OTHER + '/20/evil-1.0-py3-none-any.whl')",
     ),
+    (
+        "pyodide_js.loadPackage own origin",
+        "async",
+        "import pyodide_js\nreturn pyodide_js.loadPackage(f'wheels/evil-1.0-py3-none-any.whl?{MARK}=26')",
+    ),
+    (
+        "pyodide_js.loadPackage runtime",
+        "async",
+        "import pyodide_js\nreturn pyodide_js.loadPackage(f'pyodide/evil-1.0-py3-none-any.whl?{MARK}=27')",
+    ),
     ("new Worker data:", "sync", 'return REAL.Worker.new("data:text/javascript,fetch(\'" + OTHER + "/21\')")'),
     (
         "new Worker blob:",
@@ -167,6 +177,7 @@ def probe_notebook(port: int) -> dict:
         PORT = {port}
         FORGED = {FORGED!r}
         REAL = getattr(js, "_js", js)  # the worker's globals behind the sandbox's Python-level guard
+        MARK = "{MARK}"
 
         def probe(name, kind, attempt):
             try:
@@ -436,6 +447,7 @@ def test_the_probes_catch_what_the_page_worker_would_let_through(browser, probe_
     ]
     verdicts = dict(line.removeprefix("PROBE ").split(" :: ", 1) for line in lines)
     reached = sorted(name for name, verdict in verdicts.items() if verdict.startswith("reached"))
-    print(f"\nin the page's worker: {len(reached)} of {len(PROBES)} probes reached: {reached}")
+    marked = sorted(path for path in seen if MARK in path)
+    print(f"\nin the page's worker: {len(reached)} of {len(PROBES)} probes reached: {reached}; at the site: {marked}")
     assert {"fetch own origin", "sync XHR own origin", "new Worker same origin"} <= set(reached)
-    assert [path for path in seen if MARK in path]
+    assert marked
