@@ -155,3 +155,32 @@ def test_an_unreachable_dask_scheduler_is_a_clear_error(archive, monkeypatch):
     monkeypatch.setattr(scheduler, "CONNECT_TIMEOUT", "1s")
     with pytest.raises(SchedulerError, match="cannot reach the Dask scheduler"):
         build_index_from_directory(archive, MODEL, scheduler="tcp://127.0.0.1:9", workers=1)
+
+
+def test_a_new_shard_links_the_files_the_previous_one_holds_and_never_a_damaged_one(archive, tmp_path):
+    from cellar.retrieval.embedding import load_model
+    from cellar.retrieval.shard import open_shard, write_shard
+
+    model = load_model(MODEL)
+    index = build_index_from_directory(archive, model).index
+    out = tmp_path / "build" / "shard"
+    write_shard(index, out, model)
+    first = out.resolve()
+    damaged = sorted((first / "fragments").iterdir())[0]
+    data = bytearray(damaged.read_bytes())
+    data[-2] ^= 1
+    damaged.write_bytes(bytes(data))
+    index.calibration = {"thresholds": {"min_coverage": 0.1}}  # the manifest changes, the fragments do not
+    write_shard(index, out, model)  # the damaged file is not carried over: it is written again
+    second = out.resolve()
+    assert second != first
+    assert (second / "fragments" / damaged.name).stat().st_ino != damaged.stat().st_ino
+    shard = open_shard(second, model)
+    for n in range(len(shard.index.notebooks)):
+        shard.fragment(n)  # every fragment checks against the manifest
+
+    index.calibration = {"thresholds": {"min_coverage": 0.2}}
+    write_shard(index, out, model)
+    third = out.resolve()
+    fragments = sorted((third / "fragments").iterdir())
+    assert fragments and all(f.stat().st_ino == (second / "fragments" / f.name).stat().st_ino for f in fragments)

@@ -41,7 +41,8 @@ from cellar.retrieval.embedding import StaticModel, load_model
 if TYPE_CHECKING:  # the query path imports Render from here, not the chunker
     from cellar.ingest.metadata import Rule
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
+SEPARATOR = "\x00"  # between the terms of a chunk in a cache entry
 LAST_BUILD = "last-build.json"
 _PACKAGE = Path(__file__).resolve().parents[1]
 # The source files whose code decides what a notebook's chunks, terms and embeddings are.
@@ -262,7 +263,8 @@ class Cache:
             return None  # absent or damaged: the work is redone
         if meta.get("key") != key or (embeddings is not None and embeddings.shape[0] != len(meta["records"])):
             return None
-        part = Part(meta["path"], key, meta["records"], meta["terms"], cell_count=meta["cell_count"])
+        terms = [text.split(SEPARATOR) if text else [] for text in meta["terms"]] if meta["joined"] else meta["terms"]
+        part = Part(meta["path"], key, meta["records"], terms, cell_count=meta["cell_count"])
         part.title, part.problems, part.error = meta["title"], meta["problems"], meta["error"]
         part.render = tuple(meta["render"]) if meta["render"] else None
         if embeddings is not None:
@@ -272,11 +274,15 @@ class Cache:
     def put(self, part: Part) -> None:
         meta_file, array_file = self._files(part.key)
         meta_file.parent.mkdir(parents=True, exist_ok=True)
+        joined = all(term and SEPARATOR not in term for terms in part.terms for term in terms)
         meta = {
             "key": part.key,
             "path": part.path,
             "records": part.records,
-            "terms": part.terms,
+            # One string per chunk rather than a list of terms: decoding millions of small JSON
+            # strings was most of the time a fully cached build spent reading the cache.
+            "joined": joined,
+            "terms": [SEPARATOR.join(terms) for terms in part.terms] if joined else part.terms,
             "cell_count": part.cell_count,
             "title": part.title,
             "render": list(part.render) if part.render else None,
