@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from cellar.cli import main
+from cellar.ingest import synth
 from cellar.ingest.notebook import load_notebook
 from cellar.ingest.synth import check_archive, corpus_templates, generate_archive, mutate_archive, read_manifest
 from cellar.rerender.archive import check_archive as check_blobs
@@ -27,6 +28,13 @@ def test_same_seed_same_bytes_and_another_seed_differs(tmp_path):
     assert a == b
     assert a != c
     assert sum(name.endswith(".ipynb") for name in a) == 120
+
+
+def test_several_processes_write_the_same_archive(tmp_path, monkeypatch):
+    monkeypatch.setattr(synth, "PARALLEL_SPAN", 15)  # spans of 15 notebooks: 7 tasks
+    generate_archive(tmp_path / "one", 100, seed=9, workers=1)
+    generate_archive(tmp_path / "two", 100, seed=9, workers=2)
+    assert _files(tmp_path / "one") == _files(tmp_path / "two")
 
 
 def test_layout_metadata_and_pathmap(tmp_path):

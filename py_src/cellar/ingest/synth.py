@@ -26,6 +26,7 @@ import os
 import random
 import re
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,8 @@ DEMO_ARCHIVE = Path(__file__).resolve().parents[3] / "demo" / "archive"
 # Licences of ../shared/corpus (its manifest.tsv `license` column) that allow derivatives. Left
 # out: jakevdp/PythonDataScienceHandbook (CC-BY-NC-ND text) and anything unlisted.
 DERIVATIVE_LICENCES = ("MIT", "Apache-2.0", "BSD-3-Clause", "CC-BY-4.0", "CC-BY-3.0")
+PARALLEL_SPAN = 500  # notebooks per task when generating in several processes
+_TEMPLATES: dict[Any, Synth] = {}  # a worker's templates, loaded once
 MAX_TEMPLATE_BYTES = 400_000  # bigger corpus notebooks (table dumps) would dominate the archive's size
 
 SUBJECTS = (
@@ -330,9 +333,11 @@ def generate_archive(
     seed: int = 0,
     templates: str | os.PathLike[str] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    workers: int | None = None,
 ) -> dict[str, Any]:
     """Write a synthetic archive of ``notebooks`` notebooks into ``out`` (which must not hold one
-    already) and return its manifest."""
+    already) and return its manifest; ``workers`` processes (default: the machine's cores) write
+    spans of PARALLEL_SPAN notebooks each, and the archive is the same whatever their number."""
     root = Path(out)
     if (root / MANIFEST).exists() or (root.exists() and any(root.iterdir())):
         raise ValueError(f"{out}: not empty; generate into a new folder")
@@ -346,12 +351,37 @@ def generate_archive(
         "next_index": notebooks,
         "notebooks": {},
     }
-    for index in range(notebooks):
-        _add(root, manifest, synth, seed, index, 0)
-        if progress and (index + 1) % 500 == 0:
-            progress(index + 1, notebooks)
+    workers = workers or (os.cpu_count() or 1)
+    if workers == 1 or notebooks < 2 * PARALLEL_SPAN:
+        for index in range(notebooks):
+            _add(root, manifest, synth, seed, index, 0)
+            if progress and (index + 1) % 500 == 0:
+                progress(index + 1, notebooks)
+    else:  # each span of indices in a process of its own: the bytes do not depend on which
+        spans = [range(start, min(start + PARALLEL_SPAN, notebooks)) for start in range(0, notebooks, PARALLEL_SPAN)]
+        done = 0
+        with ProcessPoolExecutor(workers) as pool:
+            futures = [pool.submit(_write_span, os.fspath(root), seed, templates, span) for span in spans]
+            for future in as_completed(futures):
+                manifest["notebooks"].update(future.result())
+                done += PARALLEL_SPAN
+                if progress:
+                    progress(min(done, notebooks), notebooks)
     _finish(root, manifest, synth)
     return manifest
+
+
+def _write_span(
+    root: str, seed: int, templates: str | os.PathLike[str] | None, span: range
+) -> dict[str, dict[str, Any]]:
+    """Write notebooks ``span`` (a worker's share); their manifest entries."""
+    synth = _TEMPLATES.get(templates)
+    if synth is None:
+        synth = _TEMPLATES[templates] = load_templates(templates)
+    part: dict[str, Any] = {"notebooks": {}}
+    for index in span:
+        _add(Path(root), part, synth, seed, index, 0)
+    return part["notebooks"]
 
 
 def _add(root: Path, manifest: dict[str, Any], synth: Synth, seed: int, index: int, generation: int) -> str:
