@@ -76,6 +76,14 @@ def line(stderr: str, start: str, holding: str = "") -> str:
     return next((text for text in stderr.splitlines() if text.startswith(start) and holding in text), "")
 
 
+class Rows(list):
+    """The table, printed a row at a time as each figure is measured (a long run shows progress)."""
+
+    def append(self, row: tuple[str, str]) -> None:
+        super().append(row)
+        print(f"{row[0].ljust(50)}  {row[1]}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--notebooks", type=int, default=2000)
@@ -89,7 +97,9 @@ def main() -> None:
     work.mkdir(parents=True)
     archive = work / "archive"
     workers = ["--workers", str(args.workers)]
-    rows: list[tuple[str, str]] = []
+    print(f"benchmarks/scale.py --notebooks {args.notebooks}, {args.workers} workers, templates: "
+          f"demo archive{' + ' + args.templates if args.templates else ''}", flush=True)  # fmt: skip
+    rows = Rows()
 
     synth = ["synth", "--notebooks", str(args.notebooks), "--out", str(archive), "--seed", str(args.seed)]
     seconds, _ = cellar(*synth, *(["--templates", args.templates] if args.templates else []))
@@ -131,12 +141,6 @@ def main() -> None:
         equal = same_shard((work / "dask" / "shard").resolve(), (work / "recold" / "shard").resolve())
         rows.append(("cold index on a Dask LocalCluster", f"{on_dask:.1f} s = {on_dask / recold:.2f}x the local pool "
                      f"({recold:.1f} s), cluster start included; shard {'equal' if equal else 'DIFFERS'}"))  # fmt: skip
-
-    width = max(len(name) for name, _ in rows)
-    print(f"benchmarks/scale.py --notebooks {args.notebooks}, {args.workers} workers, templates: "
-          f"demo archive{' + ' + args.templates if args.templates else ''}")  # fmt: skip
-    for name, value in rows:
-        print(f"{name.ljust(width)}  {value}")
 
 
 if __name__ == "__main__":
