@@ -33,7 +33,7 @@ def setting(tmp_path, monkeypatch):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     node = bin_dir / "node"
-    node.write_text(FAKE_NODE.format(python=sys.executable))
+    node.write_text(FAKE_NODE.format(python=sys.executable, fail_flag=str(bin_dir / "fail")))
     node.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setattr(batch.Worker, "CACHE", tmp_path / "worker-start")
