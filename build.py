@@ -121,7 +121,8 @@ def step_setup() -> None:
         log("setup: creating .venv")
         venv.EnvBuilder(with_pip=True).create(VENV)
     log("setup: installing cellar and its dev tools into .venv (first time: a minute or two)")
-    run([str(venv_python()), "-m", "pip", "install", "-qq", "--disable-pip-version-check", "-e", f"{ROOT}[dev]"])
+    # the dask extra too: the scheduler tests run a real cluster
+    run([str(venv_python()), "-m", "pip", "install", "-qq", "--disable-pip-version-check", "-e", f"{ROOT}[dev,dask]"])
     stamp.write_text(wanted)
 
 

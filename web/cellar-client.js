@@ -26,14 +26,21 @@
 const GRACE_MS = 1500;
 const SIGINT = 2;
 
-export function startCellar(workerUrl = new URL("./worker.js", import.meta.url)) {
+//
+// `startCellar(url, {name: "rerender", once: true})` starts the re-render worker (worker.js):
+// one run of an archive notebook, files given as bytes (`files: {path: Uint8Array}`) and
+// `seal: true` on the call that runs it; `terminate()` ends it. With `once` a stopped call ends
+// the worker instead of booting a fresh one.
+
+export function startCellar(workerUrl = new URL("./worker.js", import.meta.url), { name = null, once = false } = {}) {
   const listeners = { stage: [], restart: [] };
   const timeline = [];
   let nextId = 1;
   let worker, pending, ready, interrupts, deadline, watchdog;
+  let ended = false;
 
   function boot() {
-    worker = new Worker(workerUrl, { type: "module" });
+    worker = new Worker(workerUrl, { type: "module", ...(name ? { name } : {}) });
     pending = new Map();
     timeline.length = 0;
     let resolveReady, rejectReady;
@@ -89,12 +96,22 @@ export function startCellar(workerUrl = new URL("./worker.js", import.meta.url))
     clearTimeout(watchdog);
     const old = pending;
     worker.terminate();
-    boot();
+    if (once) ended = true;
+    else boot();
     old.forEach((call) => call.settle({ ok: false, error: { type: "Restarted", message: reason } }));
     listeners.restart.forEach((listener) => listener({ reason }));
   }
 
-  function callWith({ timeout = 0, files = null, packages = null } = {}, module, name, ...args) {
+  function terminate() {
+    clearTimeout(watchdog);
+    if (ended) return;
+    ended = true;
+    worker.terminate();
+    pending.forEach((call) => call.settle({ ok: false, error: { type: "Terminated", message: "the worker was terminated" } }));
+  }
+
+  function callWith({ timeout = 0, files = null, packages = null, seal = false } = {}, module, name, ...args) {
+    if (ended) return Promise.reject(new Error("the worker was terminated"));
     return ready.then(() => new Promise((resolve, reject) => {
       const id = nextId++;
       let timer = null;
@@ -108,7 +125,7 @@ export function startCellar(workerUrl = new URL("./worker.js", import.meta.url))
       };
       pending.set(id, { settle });
       worker.postMessage({ type: "call", id, module, name, args, ...(files ? { files } : {}),
-                           ...(packages ? { packages } : {}) });
+                           ...(packages ? { packages } : {}), ...(seal ? { seal } : {}) });
       if (!timeout) return;
       timer = setTimeout(() => {
         stopped = Object.assign(
@@ -135,6 +152,8 @@ export function startCellar(workerUrl = new URL("./worker.js", import.meta.url))
     onRestart: (listener) => listeners.restart.push(listener),
     call: (module, name, ...args) => callWith({}, module, name, ...args),
     callWith,
+    terminate,
+    get terminated() { return ended; },
     prefetch: (files) => worker.postMessage({ type: "prefetch", files }),
     revision: (text) => callWith({}, "cellar.ingest.provenance", "revision", text),
   };

@@ -22,8 +22,9 @@
 // those, so a URL is listed when the cache holds it), and only responses that are ok, from this
 // origin, not redirected and of the type their name calls for (`expected`): a page as HTML, a
 // script as JavaScript, and nothing else as anything a browser would run or show as a page.
-// Notebook code that runs in the tab (the viewer's re-render) can fetch any URL of the site; what
-// it gets back never enters the cache.
+// Python code that runs in the page's worker (a learner's) can fetch any URL of the site; what it
+// gets back never enters the cache. (A notebook re-rendered in the viewer runs in a worker that
+// can fetch nothing: worker.js, re-render mode.)
 
 const VERSION = new URL(self.location.href).searchParams.get("build") ?? "unversioned";
 const CACHE = `cellar-${VERSION}`;

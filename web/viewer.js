@@ -10,12 +10,13 @@
 //
 // Re-render: the button runs the notebook in the tab with the code `cellar rerender` runs under
 // Node (cellar.site.bridge.rerender_*: cellar.rerender.environment, cellar.rerender.sandbox, cellar.rerender.batch), the
-// archive's blobs fetched from the site and checked against their hashes. pandas, matplotlib and
+// archive's blobs fetched from the site and checked against their hashes, in a worker of its own
+// started for the run and terminated after it (rerenderInWorker). pandas, matplotlib and
 // IPython load only then, never for search. Each code cell then shows its saved and fresh
 // outputs side by side with a badge (same / drifted / failed / not run), and the notebook its
 // status (clean / drifted / stale, with the reason). A cell has the archive's time limit
 // (rerender.json, 60 s by default), enforced through the interrupt buffer: Python runs in the
-// worker, so the page stays usable meanwhile.
+// re-render worker, so the page stays usable meanwhile.
 
 import { startCellar } from "./cellar-client.js";
 import { highlightPython, renderMarkdown, sanitize } from "./bundles/notebook.js";
@@ -95,15 +96,9 @@ async function rerender() {
     ["pathmap.json", "requirements.txt", "rerender.json"].map(optionalText));
   const texts = { pathmap, requirements, settings };
   const plan = await cellar.callWith({ files: LOCK }, "cellar.site.bridge", "rerender_plan", texts, Object.keys(LOCK)[0]);
-  say(`Loading ${plan.packages.join(", ")} (once per tab)…`);
+  say(`Starting a fresh Python for this notebook, with ${plan.packages.join(", ")}…`);
   const setup = performance.now();
-  await cellar.callWith({ packages: plan.packages }, "cellar.site.bridge", "rerender_prepare");
-  say(`Running the cells (at most ${plan.limits.cell_timeout} s each)…`);
-  const file = `/archive/${path}`;
-  const files = { [file]: archiveUrl(build.archive, path) };
-  for (const blob of plan.blobs) files[`/archive/${blob}`] = archiveUrl(build.archive, blob);
-  const result = await cellar.callWith({ files, timeout: (plan.limits.notebook_timeout + HOST_MARGIN_S) * 1000 },
-    "cellar.site.bridge", "rerender_notebook", file, path, "/archive", texts, Object.keys(LOCK)[0]);
+  const result = await rerenderInWorker(path, archiveUrl(build.archive, path), texts, plan);
   statusLine($("rerender-status"), result, `${((performance.now() - setup) / 1000).toFixed(1)} s in this tab`);
   const download = $("rerender-download");
   URL.revokeObjectURL(download.href);
@@ -113,6 +108,40 @@ async function rerender() {
   sideBySide(result);
   document.body.dataset.rerendered = result.status;
 }
+
+// The notebook at `url` (archive `path`) re-run in a worker of its own (worker.js, re-render
+// mode): started for this run and terminated after it, so the notebook's code shares nothing
+// with the page's Python (the `cellar` worker that searches and draws this page) and nothing it
+// does outlives the run. This page fetches the notebook, the blobs `plan` names and the runtime's
+// lock and hands their bytes over (Python checks every blob against its hash); the worker loads
+// its packages and then, before the notebook's call runs, gives up its last way to the network.
+async function rerenderInWorker(path, url, texts, plan) {
+  const bytes = async (from) => {
+    const response = await fetch(from);
+    if (!response.ok) throw new Error(`${from}: ${response.status} ${response.statusText}`);
+    return new Uint8Array(await response.arrayBuffer());
+  };
+  const file = `/archive/${path}`;
+  const urls = { ...LOCK, [file]: url };
+  for (const blob of plan.blobs) urls[`/archive/${blob}`] = archiveUrl(build.archive, blob);
+  const files = Object.fromEntries(await Promise.all(
+    Object.entries(urls).map(async ([name, from]) => [name, await bytes(from)])));
+  const runner = startCellar(undefined, { name: "rerender", once: true });
+  try {
+    await runner.callWith({ packages: plan.packages }, "cellar.site.bridge", "rerender_prepare");
+    say(`Running the cells (at most ${plan.limits.cell_timeout} s each)…`);
+    return await runner.callWith({ files, seal: true, timeout: (plan.limits.notebook_timeout + HOST_MARGIN_S) * 1000 },
+      "cellar.site.bridge", "rerender_notebook", file, path, "/archive", texts, Object.keys(LOCK)[0]);
+  } finally {
+    runner.terminate();
+  }
+}
+// For the browser tests: the same run for a notebook at any URL of the site.
+window.rerenderInWorker = async (path, url, texts) => {
+  build ??= await (await fetch("build.json")).json();
+  const plan = await cellar.callWith({ files: LOCK }, "cellar.site.bridge", "rerender_plan", texts, Object.keys(LOCK)[0]);
+  return rerenderInWorker(path, url, texts, plan);
+};
 
 // "drifted 5 same, 1 drifted · <when>", and why, for stale.
 function statusLine(target, result, when) {

@@ -24,7 +24,6 @@ BALLAST = "2017/17-042 Ballast/ballast_tanks_17042.ipynb"
 FUEL = "2019/19-063 Fuel/fuel_consumption_19063.ipynb"
 DIEPGANG = "2022/22-031 Diepgang/diepgang_meting_22031.ipynb"
 RERENDER_TIMEOUT_MS = 300_000
-LOCK = "/pyodide/pyodide-lock.json"
 
 
 @pytest.fixture(scope="module")
@@ -64,19 +63,15 @@ def badges(page) -> dict[int, str]:
 
 
 def in_tab(page, path: str, texts: dict, file_url: str | None = None) -> dict:
-    """cellar.site.bridge.rerender_notebook in the page's (warm) worker, as the button calls it."""
+    """cellar.site.bridge.rerender_notebook in a fresh re-render worker, as the button runs it
+    (viewer.js rerenderInWorker: the page fetches the files and hands their bytes over)."""
     return page.evaluate(
-        """async ([path, texts, fileUrl, lock]) => {
+        """async ([path, texts, fileUrl]) => {
             const build = await (await fetch("build.json")).json();
             const url = fileUrl ?? build.archive + path.split("/").map(encodeURIComponent).join("/");
-            const plan = await cellar.callWith({ files: { [lock]: "pyodide/pyodide-lock.json" } },
-                "cellar.site.bridge", "rerender_plan", texts, lock);
-            const files = { [`/archive/${path}`]: url };
-            for (const blob of plan.blobs) files[`/archive/${blob}`] = build.archive + blob;
-            return cellar.callWith({ files, packages: plan.packages }, "cellar.site.bridge", "rerender_notebook",
-                `/archive/${path}`, path, "/archive", texts, lock);
+            return window.rerenderInWorker(path, url, texts);
         }""",
-        [path, texts, file_url, LOCK],
+        [path, texts, file_url],
     )
 
 
@@ -123,7 +118,7 @@ def test_the_fuel_notebook_drifts_in_the_tab_exactly_as_under_node(page, site, s
         == f"{in_node}\n"
     )
 
-    # The warm worker re-renders the ballast notebook clean.
+    # A second run, in a fresh worker, re-renders the ballast notebook clean.
     texts = {
         name: (DEMO / file).read_text()
         for name, file in (("pathmap", "pathmap.json"), ("requirements", "requirements.txt"))
@@ -177,13 +172,11 @@ def test_a_runaway_cell_is_stopped_at_its_time_limit_and_the_page_stays_usable(p
     url = f"{site_url}runaway-test.ipynb"
     page.context.route(url, lambda route: route.fulfill(content_type="application/json", body=json.dumps(notebook)))
     page.evaluate(
-        """([url, lock]) => { window.run = cellar.callWith(
-        { files: { "/archive/runaway.ipynb": url, [lock]: "pyodide/pyodide-lock.json" }, packages: ["ipython", "matplotlib", "pandas"] },
-        "cellar.site.bridge", "rerender_notebook", "/archive/runaway.ipynb", "runaway.ipynb", "/archive",
-        { pathmap: null, requirements: null, settings: '{"cell_timeout": 3}' }, lock); }""",
-        [url, LOCK],
+        """(url) => { window.run = window.rerenderInWorker("runaway.ipynb", url,
+        { pathmap: null, requirements: null, settings: '{"cell_timeout": 3}' }); }""",
+        url,
     )
-    # Python runs in the worker: the page answers at once all the while (boot, imports, the spin).
+    # Python runs in a worker: the page answers at once all the while (boot, imports, the spin).
     page.evaluate("window.run.finally(() => { window.done = true; }); 0")
     slowest = 0.0
     while not page.evaluate("window.done === true"):
@@ -197,9 +190,10 @@ def test_a_runaway_cell_is_stopped_at_its_time_limit_and_the_page_stays_usable(p
     assert result["reason"] == "cell 0 exceeded the cell's time limit of 3 s"
     assert [cell["badge"] for cell in result["cells"]] == ["failed", "not run"]
     assert result["cells"][0]["outputs"][-1]["ename"] == "KeyboardInterrupt"
-    # Stopped inside Python, not by killing the worker: it still answers, with its packages loaded.
+    # Stopped inside Python (the KeyboardInterrupt above), in the re-render worker: the page's
+    # own worker was never restarted and still answers.
     assert page.evaluate("window.restarts") == []
-    assert page.evaluate("cellar.call('cellar.site.bridge', 'rerender_prepare')") > 0
+    assert len(page.evaluate("cellar.revision('after')")) == 64
 
 
 def test_the_diepgang_notebook_is_stale_and_names_its_missing_input(page, site_url, screenshot):

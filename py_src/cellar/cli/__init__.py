@@ -12,9 +12,9 @@ import sys
 from collections.abc import Sequence
 
 from cellar import __version__
-from cellar.cli import blobs, chunk, evaluate, index, lesson, model, rerender, revision, search, serve
+from cellar.cli import blobs, chunk, evaluate, index, lesson, model, rerender, revision, search, serve, synth
 
-COMMANDS = (revision, serve, blobs, lesson, model, chunk, index, search, evaluate, rerender)
+COMMANDS = (revision, serve, blobs, lesson, model, chunk, index, search, evaluate, rerender, synth)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,6 +1,21 @@
 """`cellar index CORPUS_DIR --out SHARD_DIR [--rerendered DIR] [--model DIR] [--rules RULES.json]
-[--glossary GLOSSARY.json] [--calibrate GOLD.jsonl]`: chunk, analyse and embed every notebook and
-.md/.txt document below CORPUS_DIR and write the search shard.
+[--glossary GLOSSARY.json] [--calibrate GOLD.jsonl] [--cache DIR | --no-cache]
+[--scheduler local|dask|tcp://HOST:PORT] [--workers N]`: chunk, analyse and embed every notebook
+and .md/.txt document below CORPUS_DIR and write the search shard.
+
+Incremental: each file's chunks, terms and embeddings are kept in a cache (default .NAME.cache
+beside SHARD_DIR) under the SHA-256 of its bytes and of the pipeline (cellar's chunking and
+analysis code, the model, the analyser settings and glossary, the rules; with --rerendered, its
+report entry and fresh notebook). A file whose key is there is not chunked or embedded again; a
+file moved to another path is chunked again but keeps its embeddings; the command says how many
+it reused, moved, redid and removed. --no-cache builds cold (and writes no cache). The shard is
+the same, byte for byte, either way.
+
+The per-file work runs on a local process pool (--scheduler local, the default; --workers N,
+default the machine's cores), a Dask LocalCluster (--scheduler dask) or an existing Dask
+scheduler (--scheduler tcp://HOST:PORT, whose workers must import cellar and read the model at
+the same path); Dask is the optional extra `cellar[dask]`. Progress (files done/total, rate, time
+left) is redrawn on a terminal and printed every 5 s otherwise.
 
 With --rerendered (the --out folder of `cellar rerender CORPUS_DIR`), notebooks that re-rendered
 clean or drifted are indexed with their fresh outputs and stale ones with their saved outputs,
@@ -31,10 +46,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from cellar.cli.progress import Progress
 from cellar.ingest.metadata import parse_rules
 from cellar.retrieval.embedding import ModelError, StaticModel, default_model_dir, load_model
 from cellar.retrieval.evaluation import calibrate, read_gold
 from cellar.retrieval.index import build_index_from_directory
+from cellar.retrieval.scheduler import check_scheduler
 from cellar.retrieval.search import Searcher
 from cellar.retrieval.shard import ShardBusy, ShardError, shard_lock, write_shard
 
@@ -62,6 +79,20 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--rules", metavar="RULES.json", help='metadata rules: [{"pattern": REGEX, "meta": {...}}]')
     parser.add_argument("--glossary", metavar="GLOSSARY.json", help='abbreviations: {"kk vk": "kortsluiting ..."}')
     parser.add_argument("--calibrate", metavar="GOLD.jsonl", help="fit the refusal thresholds on this gold set")
+    parser.add_argument(
+        "--cache",
+        metavar="DIR",
+        help="the per-notebook cache (default: .NAME.cache beside SHARD_DIR); unchanged notebooks are not redone",
+    )
+    parser.add_argument("--no-cache", action="store_true", help="a cold build: read no cache (and write none)")
+    parser.add_argument(
+        "--scheduler",
+        default="local",
+        metavar="local|dask|tcp://HOST:PORT",
+        help="where the per-notebook work runs: a local process pool (default), a Dask LocalCluster, "
+        "or an existing Dask scheduler (Dask: pip install 'cellar[dask]')",
+    )
+    parser.add_argument("--workers", type=int, metavar="N", help="worker processes (default: the machine's cores)")
     parser.set_defaults(func=run)
 
 
@@ -77,6 +108,9 @@ def run(args: argparse.Namespace) -> int:
             else None
         )
         model = load_model(args.model)
+        check_scheduler(args.scheduler)
+        if args.workers is not None and args.workers < 1:
+            raise ValueError("--workers must be at least 1")
     except (OSError, ValueError, ModelError) as error:
         print(f"cellar index: {error}", file=sys.stderr)
         return 2
@@ -93,16 +127,25 @@ def run(args: argparse.Namespace) -> int:
 
 def _index(args: argparse.Namespace, model: StaticModel, rules: Any, glossary: Any, gold: Any) -> int:
     started = time.perf_counter()
-    bar = _bar if sys.stderr.isatty() else None
+    progress = Progress("cellar index")
+    cache = None if args.no_cache else (args.cache or default_cache(args.out))
     try:
         built = build_index_from_directory(
-            args.corpus, model, rules=rules, glossary=glossary, rerendered=args.rerendered, progress=bar
+            args.corpus,
+            args.model,
+            rules=rules,
+            glossary=glossary,
+            rerendered=args.rerendered,
+            progress=progress,
+            cache=cache,
+            scheduler=args.scheduler,
+            workers=args.workers,
         )
     except ValueError as error:
+        progress.close()
         print(f"\ncellar index: {error}", file=sys.stderr)
         return 2
-    if bar:
-        print("\r\x1b[K", end="", file=sys.stderr)
+    progress.close()
     for problem in built.problems:
         print(problem, file=sys.stderr)
     index = built.index
@@ -118,6 +161,11 @@ def _index(args: argparse.Namespace, model: StaticModel, rules: Any, glossary: A
         f"cellar index: {built.files} files read, {built.skipped} skipped, {len(built.problems)} problem(s) reported; "
         f"{len(index.notebooks)} documents, {index.n_chunks} chunks, {len(index.bm25.terms)} terms; "
         f"shard {args.out}: {sum(sizes.values()) / 1e6:.1f} MB in {len(sizes)} files; {seconds:.1f} s",
+        file=sys.stderr,
+    )
+    print(
+        f"cache {cache or '(none: --no-cache)'}: {len(built.reused)} reused, {len(built.moved)} moved "
+        f"(chunked again, embeddings reused), {len(built.redone)} redone, {len(built.removed)} removed",
         file=sys.stderr,
     )
     statuses = Counter(entry["status"] for entry in index.notebooks)
@@ -138,12 +186,7 @@ def _json(name: str) -> object:
         return json.load(handle)
 
 
-def _bar(done: int, total: int, what: str) -> None:
-    width = 30
-    filled = width * done // max(total, 1)
-    print(
-        f"\r\x1b[K[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {what[:60]}",
-        end="",
-        file=sys.stderr,
-        flush=True,
-    )
+def default_cache(out: str) -> str:
+    """The cache beside the shard: build/shard -> build/.shard.cache."""
+    path = Path(out).absolute()
+    return str(path.with_name(f".{path.name}.cache"))

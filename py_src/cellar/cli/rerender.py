@@ -1,6 +1,12 @@
 """`cellar rerender ARCHIVE --out DIR [--workers N] [--site SITE_DIR]`: re-run every notebook of an
 archive in Pyodide workers, write the fresh notebooks and a report, print the summary table.
 
+Incremental: a notebook whose bytes, path, inputs (the path-map entries its code names or that
+lie under its folder, with their blob hashes) and environment (site, requirements, limits,
+sandbox code) are unchanged since the previous run into the same DIR keeps that run's report
+entry and fresh notebook (keys in report.json); fresh notebooks of deleted notebooks are removed.
+The command says how many it reused, redid and removed; --no-cache runs everything.
+
 Exit status:
   0  every notebook was re-rendered (stale notebooks are a result, listed in the report with their
      reason; so is a file that cannot be read: not a regular file, a link out of the archive,
@@ -43,6 +49,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         metavar="SITE_DIR",
         help="the built site whose Pyodide runtime and cellar wheel run the notebooks",
     )
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="run every notebook (default: keep the previous result in DIR of each notebook whose bytes, "
+        "inputs and environment are unchanged)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -51,7 +63,9 @@ def run(args: argparse.Namespace) -> int:
         print("cellar rerender: --workers must be at least 1", file=sys.stderr)
         return 2
     try:
-        report = rerender(args.archive, args.out, workers=args.workers, site=args.site)
+        report = rerender(
+            args.archive, args.out, workers=args.workers, site=args.site, reuse_previous=not args.no_cache
+        )
     except RerenderStopped as error:
         print(f"cellar rerender: {error}; no report written", file=sys.stderr)
         return 3
@@ -59,6 +73,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"cellar rerender: {error}", file=sys.stderr)
         return 2
     print(summary(report))
+    reuse = report["reuse"]
+    print(
+        f"cellar rerender: {reuse['reused']} reused from the previous run in {args.out}, {reuse['redone']} redone, "
+        f"{len(reuse['removed'])} removed",
+        file=sys.stderr,
+    )
     if report["worker_deaths"]:
         print(
             f"cellar rerender: the Pyodide worker died under {report['worker_deaths']} notebook(s) "

@@ -41,7 +41,7 @@ from cellar.ingest.discovery import FileRefused, find_documents, printable, read
 from cellar.ingest.notebook import NotebookError, read_notebook
 from cellar.ingest.provenance import revision
 from cellar.records import RERENDER_STATUSES, ReportEntry
-from cellar.rerender import environment, vfs
+from cellar.rerender import environment, reuse, vfs
 from cellar.rerender.pyodide_host import PyodideError, PyodideExited, PyodideHost, confinement
 from cellar.rerender.report import REPORT_FILE, Settings, dump_notebook, make_report, notebook_cwd, rerender_notebook
 
@@ -222,8 +222,12 @@ def rerender(
     site: str | os.PathLike[str] = "site",
     cache: str | os.PathLike[str] = DEFAULT_CACHE,
     progress: Callable[[int, int, Counter, float], None] | None = _progress,
+    reuse_previous: bool = True,
 ) -> dict[str, Any]:
-    """Re-render every notebook of `archive` into `out` and write `out/report.json`; return the report."""
+    """Re-render every notebook of `archive` into `out` and write `out/report.json`; return the report.
+    With `reuse_previous`, a notebook whose key (`cellar.rerender.reuse`) is the one the previous
+    report in `out` holds for it, and whose fresh notebook is still there, keeps its entry instead
+    of running; the report's `reuse` says what was reused, redone and removed."""
     archive, out = Path(archive), Path(out)
     if archive.resolve() == out.resolve():
         raise ValueError(f"{out}: the output must not be the archive itself")
@@ -236,6 +240,10 @@ def rerender(
     requirements = environment.read_requirements(requirements_file) if requirements_file.is_file() else []
     runtime, site_wheels = site_runtime(Path(site))
     env = environment.resolve_environment(requirements, runtime, Path(cache))
+    env_key = reuse.environment_key((Path(site) / "build.json").read_bytes(), env.to_dict(), settings.limits())
+    old_entries, old_keys = reuse.previous_run(out, REPORT_FILE) if reuse_previous else ({}, {})
+    keys: dict[str, str] = {}
+    reused: list[str] = []
 
     jobs: queue.Queue[Path] = queue.Queue()
     paths = find_notebooks(archive, skip=out)
@@ -274,6 +282,20 @@ def rerender(
                     saved = read_notebook(data, relative)
                 except NotebookError as error:
                     record(_unreadable(relative, error.problem, revision(data)))
+                    continue
+
+                folder = relative.rsplit("/", 1)[0] if "/" in relative else ""
+                code = [cell.source for cell in saved.cells if cell.cell_type == "code"]
+                key = reuse.notebook_key(env_key, relative, data, reuse.inputs_named(pathmap.data, folder, code))
+                old = old_entries.get(relative)
+                with lock:
+                    keys[relative] = key
+                    keep = old is not None and old_keys.get(relative) == key and (out / relative).is_file()
+                    if keep:
+                        reused.append(relative)
+                if keep:
+                    assert old is not None
+                    record(old)
                     continue
 
                 def run(sources: list[str], cwd: str = notebook_cwd(relative)) -> dict[str, Any]:
@@ -333,6 +355,13 @@ def rerender(
         sandbox=confinement(shutil.which("node") or "node").to_dict(),
     )
     report["worker_deaths"] = sum(deaths)  # notebooks whose worker died: stale, reason WORKER_DIED
+    report["keys"] = dict(sorted(keys.items()))
+    removed = sorted(set(old_entries) - set(entries))
+    for relative in removed:  # the fresh notebooks of notebooks gone from the archive
+        gone = out / relative
+        if gone.resolve().is_relative_to(out.resolve()) and gone.is_file():
+            gone.unlink()
+    report["reuse"] = {"reused": len(reused), "redone": len(entries) - len(reused), "removed": removed}
     out.mkdir(parents=True, exist_ok=True)
     (out / REPORT_FILE).write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return report

@@ -12,10 +12,10 @@ that reads files, reports the bad ones and goes on.
 
 from __future__ import annotations
 
+import hashlib
 import os
-import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import PurePath, PurePosixPath
 from typing import TYPE_CHECKING, Any, cast
@@ -26,9 +26,11 @@ from cellar.records import KINDS, STATUSES, ChunkRecord, NotebookEntry
 from cellar.retrieval.analysis import Analyzer, AnalyzerSettings
 from cellar.retrieval.bm25 import BM25
 from cellar.retrieval.embedding import StaticModel, quantise_rows
+from cellar.retrieval.incremental import Render
 
 if TYPE_CHECKING:  # chunking is imported where files are read: the query path does not need it
     from cellar.ingest.chunks import Chunked
+    from cellar.retrieval.incremental import Part
 
 NOTEBOOK_META = ("project", "author", "year", "vessel_class", "tags", "deprecated")
 
@@ -40,17 +42,6 @@ EXCLUDE = ("README.md", "README.txt", "requirements.txt", "blobs/*")
 
 # progress(done, total, what): called as long work moves on, e.g. to draw a progress bar.
 Progress = Callable[[int, int, str], None]
-
-
-@dataclass(frozen=True)
-class Render:
-    """How a document's outputs stand: its re-render ``status`` (one of STATUSES), the ``reason``
-    for drifted or stale, and ``rendered``, the revision of the fresh notebook the re-render wrote
-    (None when it was not re-rendered)."""
-
-    status: str = "unchecked"
-    reason: str | None = None
-    rendered: str | None = None
 
 
 @dataclass
@@ -133,13 +124,28 @@ def build_index(
         if number % 500 == 0:
             report(number, len(rows), "analysing")
     report(len(rows), len(rows), "analysing")
-    bm25 = BM25.build(terms, k1=k1, b=b)
     batch = 1000
     embedded = []
     for first in range(0, len(rows), batch):
         embedded.append(model.encode([record["text"] for record in rows[first : first + batch]]))
         report(min(first + batch, len(rows)), len(rows), "embedding")
-    vectors, scales = quantise_rows(np.concatenate(embedded))
+    return _assemble(rows, notebooks, terms, np.concatenate(embedded), model, settings, k1, b)
+
+
+def _assemble(
+    rows: list[ChunkRecord],
+    notebooks: list[NotebookEntry],
+    terms: list[list[str]],
+    embeddings: np.ndarray,
+    model: StaticModel,
+    settings: AnalyzerSettings,
+    k1: float,
+    b: float,
+) -> Index:
+    """The Index of chunk rows (grouped by notebook, in path order) and their terms and float32
+    embeddings, however these were made."""
+    bm25 = BM25.build(terms, k1=k1, b=b)
+    vectors, scales = quantise_rows(embeddings)
     owner = np.repeat(np.arange(len(notebooks), dtype=np.int32), [nb["end"] - nb["start"] for nb in notebooks])
     return Index(
         notebooks=notebooks,
@@ -155,6 +161,30 @@ def build_index(
         model_sha256=model.sha256,
         chunks=rows,
     )
+
+
+def index_from_parts(
+    parts: Iterable[Part], model: StaticModel, analyzer: AnalyzerSettings, *, k1: float = 1.2, b: float = 0.75
+) -> Index:
+    """The Index of prepared parts (``cellar.retrieval.incremental``): the same, byte for byte,
+    as ``build_index`` of their records, as terms and embeddings are per chunk."""
+    chosen = sorted((part for part in parts if part.error is None and part.records), key=lambda part: part.path)
+    if not chosen:
+        raise ValueError("nothing to index: no chunk records")
+    rows: list[ChunkRecord] = []
+    terms: list[list[str]] = []
+    notebooks: list[NotebookEntry] = []
+    for part in chosen:
+        render = Render(*part.render) if part.render else Render()
+        if render.status not in STATUSES:
+            raise ValueError(f"unknown status {render.status!r}; choose from {list(STATUSES)}")
+        counts = {part.path: part.cell_count} if part.cell_count is not None else None
+        titles = {part.path: part.title} if part.title else None
+        notebooks.append(_notebook_entry(part.path, part.records, len(rows), counts, render, titles))
+        rows += part.records
+        terms += part.terms
+    embeddings = np.concatenate([part.embeddings for part in chosen])
+    return _assemble(rows, notebooks, terms, embeddings, model, analyzer, k1, b)
 
 
 def _or_minus(value: int | None) -> int:
@@ -192,12 +222,19 @@ def _notebook_entry(
 @dataclass(frozen=True)
 class DirectoryBuild:
     """What ``build_index_from_directory`` made: the index, how many files were read and
-    skipped, and the problems (``path: reason``) of the files that were skipped or read with a caveat."""
+    skipped, the problems (``path: reason``) of the files that were skipped or read with a caveat,
+    and what the cache gave: paths ``reused`` as they were, ``moved`` (the same bytes at a new
+    path: chunked again, terms and embeddings reused), ``redone`` and ``removed`` since the last
+    build (all empty but ``redone`` without a cache)."""
 
     index: Index
     files: int
     skipped: int
     problems: list[str]
+    reused: list[str] = field(default_factory=list)
+    moved: list[str] = field(default_factory=list)
+    redone: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
 
 
 def build_index_from_directory(
@@ -209,6 +246,9 @@ def build_index_from_directory(
     exclude: Sequence[str] = EXCLUDE,
     rerendered: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
+    cache: str | os.PathLike[str] | None = None,
+    scheduler: str = "local",
+    workers: int | None = None,
 ) -> DirectoryBuild:
     """Chunk every notebook and .md/.txt document below ``corpus_dir`` and index the chunks,
     except the files whose path relative to ``corpus_dir`` matches a pattern of ``exclude``.
@@ -220,19 +260,26 @@ def build_index_from_directory(
 
     A file that cannot be read or parsed is reported as ``path: reason`` and skipped.
     ``model`` is a StaticModel or a model directory; ``rules`` come from
-    ``cellar.ingest.metadata.parse_rules``.
+    ``cellar.ingest.metadata.parse_rules``. With ``cache`` (a folder), the work of every file
+    whose bytes and pipeline are unchanged is taken from it (``cellar.retrieval.incremental``).
+    The per-file work runs on ``scheduler`` (``cellar.retrieval.scheduler``) with ``workers``
+    processes (default: the machine's cores; with a model object rather than a folder, in this
+    process). The index is the same whatever the cache, scheduler and workers.
     """
-    from cellar.ingest.chunking import chunk_file
-    from cellar.ingest.discovery import find_documents
+    from cellar.ingest.discovery import find_documents, read_document, relative_path
+    from cellar.retrieval import scheduler as schedulers
     from cellar.retrieval.embedding import load_model
+    from cellar.retrieval.incremental import Cache, Part, Task, pipeline_version, prepare, prepare_batch, task_key
 
     if not os.path.isdir(corpus_dir):
         raise ValueError(f"{corpus_dir}: not a folder")
+    schedulers.check_scheduler(scheduler)
     report_entries = None
     if rerendered is not None:
         from cellar.rerender.report import read_report
 
         report_entries = read_report(rerendered)
+    model_dir = None if isinstance(model, StaticModel) else os.path.abspath(model)
     model = model if isinstance(model, StaticModel) else load_model(model)
     files = [
         path
@@ -240,43 +287,106 @@ def build_index_from_directory(
         if not any(fnmatch(PurePath(os.path.relpath(path, corpus_dir)).as_posix(), pattern) for pattern in exclude)
     ]
     report = progress or (lambda done, total, what: None)
-    records: list[ChunkRecord] = []
-    cell_counts: dict[str, int] = {}
-    titles: dict[str, str] = {}
-    renders: dict[str, Render] = {}
-    problems: list[str] = []
-    skipped = 0
-    for number, file_path in enumerate(files, 1):
-        report(number - 1, len(files), f"chunking {file_path}")
-        try:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                chunked = chunk_file(file_path, corpus_dir, rules)
-        except ValueError as error:  # NotebookError too: its message names the file
-            problems.append(str(error))
-            skipped += 1
-            continue
-        problems += [str(warning.message) for warning in caught]
-        source = chunked.source
-        if report_entries is not None and not isinstance(source, str):
-            assert rerendered is not None  # report_entries was read from it
-            chunked, renders[source.path], problem = with_render(
-                chunked, report_entries.get(source.path), rerendered, rules
-            )
-            problems += [problem] if problem else []
-        records += [chunk.record() for chunk in chunked.chunks]
-        if chunked.chunks and not isinstance(source, str):
-            path = chunked.chunks[0].path
-            cell_counts[path] = len(source.cells)
-            title = source.metadata.get("title")
-            if isinstance(title, str) and title.strip():
-                titles[path] = title.strip()
-    report(len(files), len(files), "chunked")
     settings = AnalyzerSettings(glossary=tuple((glossary or {}).items()))
-    index = build_index(
-        records, model, settings, cell_counts=cell_counts, renders=renders, titles=titles, progress=progress
-    )
-    return DirectoryBuild(index, len(files) - skipped, skipped, problems)
+    pipeline = pipeline_version(model, settings, rules)
+    store = Cache(cache) if cache is not None else None
+    previous = store.last_build() if store is not None else {}
+    parts: dict[int, Part] = {}  # by file number
+    todo: list[tuple[int, Task]] = []
+    moves: list[tuple[int, Task, Part]] = []
+    reused: list[str] = []
+    for number, file_path in enumerate(files):
+        try:
+            path = relative_path(file_path, corpus_dir)
+            data = read_document(file_path, corpus_dir)
+        except ValueError as error:  # FileRefused: names the file and why
+            parts[number] = Part(getattr(error, "path", str(file_path)), "", error=str(error))
+            continue
+        task = _task(path, data, pipeline, report_entries, rerendered, task_key)
+        cached = store.get(task.key) if store is not None else None
+        if cached is not None and cached.path == path:
+            parts[number] = cached
+            reused.append(path)
+        elif cached is not None and cached.error is None:
+            moves.append((number, task, cached))
+        else:
+            todo.append((number, task))
+        if number % 200 == 0:
+            report(len(parts), len(files), "reading")
+    done = len(parts)
+    analyzer = Analyzer(settings)
+    for number, task, cached in moves:
+        parts[number] = prepare(task, rules, analyzer, model, reuse=cached)
+    done += len(moves)
+    report(done, len(files), "notebooks")
+    numbers = {task.path: number for number, task in todo}
+
+    def finished(batch: list[Part]) -> None:
+        nonlocal done
+        for part in batch:
+            parts[numbers[part.path]] = part
+            if store is not None:
+                store.put(part)
+        done += len(batch)
+        report(done, len(files), "notebooks")
+
+    tasks = [task for _, task in todo]
+    small = scheduler == "local" and sum(len(task.data) for task in tasks) < schedulers.SMALL_WORK
+    if model_dir is None or not tasks or small:
+        finished([prepare(task, rules, analyzer, model) for task in tasks])
+    else:
+        work = schedulers.batches(tasks, lambda task: len(task.data) + 2000, workers or schedulers.default_workers())
+        schedulers.run(
+            prepare_batch,
+            work,
+            finished,
+            scheduler=scheduler,
+            workers=workers,
+            rules=tuple(rules),
+            settings=settings.to_dict(),
+            model_dir=model_dir,
+        )
+    ordered = [parts[number] for number in sorted(parts)]
+    problems: list[str] = []
+    for part in ordered:
+        problems += [part.error] if part.error is not None else part.problems
+    index = index_from_parts(ordered, model, settings)
+    current = {part.path: part.key for part in ordered if part.key}
+    removed = sorted(set(previous) - set(current))
+    if store is not None:
+        store.finish(current)
+    skipped = sum(part.error is not None for part in ordered)
+    moved = sorted(task.path for _, task, _ in moves)
+    redone = sorted(task.path for _, task in todo)
+    return DirectoryBuild(index, len(files) - skipped, skipped, problems, sorted(reused), moved, redone, removed)
+
+
+def _task(
+    path: str,
+    data: bytes,
+    pipeline: str,
+    entries: Mapping[str, Any] | None,
+    rerendered: str | os.PathLike[str] | None,
+    task_key: Callable[..., str],
+) -> Any:
+    """The task of one file, keyed by its bytes, the pipeline and (with a re-render report) its
+    report entry and fresh notebook."""
+    from cellar.retrieval.incremental import Task
+
+    if entries is None or not path.lower().endswith(".ipynb"):
+        return Task(path, data, task_key(pipeline, data))
+    entry = entries.get(path)
+    fresh_file = os.fspath(PurePath(rerendered or "", path))
+    fresh, problem = None, None
+    if entry is not None:
+        try:
+            with open(fresh_file, "rb") as handle:
+                fresh = handle.read()
+        except OSError as error:
+            problem = str(error)
+    fresh_hash = None if fresh is None else hashlib.sha256(fresh).hexdigest()
+    key = task_key(pipeline, data, [entry, fresh_hash, problem, fresh_file])
+    return Task(path, data, key, True, entry, fresh, problem, fresh_file)
 
 
 def with_render(
@@ -285,39 +395,16 @@ def with_render(
     rerendered: str | os.PathLike[str],
     rules: Sequence[Any] = (),
 ) -> tuple[Chunked, Render, str | None]:
-    """The chunks to index for a notebook (``chunked``, its saved outputs), given its entry in the
-    re-render report: the fresh notebook's chunks, citing the archive file's revision, when it
-    re-rendered clean or drifted; the saved ones when it is stale. Anything that keeps the fresh
-    outputs from being trusted (no entry, a file changed since, a missing fresh notebook) keeps the
-    saved ones, unchecked, with a problem (``path: what``) to report."""
-    from cellar.ingest.chunking import chunk_notebook
-    from cellar.ingest.notebook import Notebook, NotebookError, read_notebook
+    """``cellar.retrieval.incremental.with_fresh`` for a notebook whose fresh copy is read from
+    ``rerendered``, the output folder of ``cellar rerender``."""
+    from cellar.retrieval.incremental import with_fresh
 
-    saved = chunked.source
-    assert isinstance(saved, Notebook)  # only a notebook is re-rendered
-    path = saved.path
-    if entry is None:
-        return chunked, Render(), f"{path}: not in the re-render report; its saved outputs are indexed unchecked"
-    if entry.get("revision") != saved.revision:
-        return (
-            chunked,
-            Render(),
-            (
-                f"{path}: changed since it was re-rendered (revision {str(entry.get('revision'))[:7]}, "
-                f"now {saved.revision[:7]}); its saved outputs are indexed unchecked"
-            ),
-        )
-    fresh_file = PurePath(rerendered, path)
-    fresh, unreadable = None, None
-    try:
-        with open(fresh_file, "rb") as handle:
-            fresh = read_notebook(handle.read(), path)
-    except (OSError, NotebookError) as error:
-        unreadable = error
-    if entry["status"] == "stale":
-        return chunked, Render("stale", entry.get("reason"), fresh.revision if fresh is not None else None), None
-    if fresh is None or len(fresh.cells) != len(saved.cells):
-        why = f"cannot be read ({unreadable})" if fresh is None else "has other cells than the archive's"
-        return chunked, Render(), f"{path}: its fresh notebook {fresh_file} {why}; saved outputs indexed unchecked"
-    render = Render(entry["status"], entry.get("reason"), fresh.revision)
-    return chunk_notebook(replace(fresh, revision=saved.revision), rules), render, None
+    fresh_file = PurePath(rerendered, getattr(chunked.source, "path", ""))
+    fresh, problem = None, None
+    if entry is not None:
+        try:
+            with open(fresh_file, "rb") as handle:
+                fresh = handle.read()
+        except OSError as error:
+            problem = str(error)
+    return with_fresh(chunked, entry, fresh, problem, os.fspath(fresh_file), rules)

@@ -31,14 +31,15 @@ SHA-256 when it is first read: a damaged, missing or replaced file is a ShardErr
 
 On disk, ``write_shard(index, "build/shard")`` never touches the shard it replaces until the new
 one is whole: it writes every file (each synced) into a new folder beside it,
-``build/.shard.versions/<manifest checksum>``, opens and checks that folder as a reader would
+``build/.shard.versions/<manifest checksum>`` (a file whose bytes the current version already holds
+is hard-linked from it, not written again), opens and checks that folder as a reader would
 (every file, the model), and only then switches ``build/shard``, a relative symbolic link, to it
 with one ``os.replace`` of a new link. A writer killed at any moment leaves the previous shard
 whole and in place; the next write removes what it left. The previous version is kept (a search
-that opened it can finish reading its files); older ones are removed. A lock (``flock`` on
-``build/.shard.lock``) refuses a second writer with ShardBusy. A plain folder at the place (a
-shard of an older cellar) is moved into the versions folder at the switch; a folder that holds
-no shard is refused, never replaced.
+that opened it can finish reading its files); older ones are removed, so no stale file outlives a
+smaller archive. A lock (``flock`` on ``build/.shard.lock``) refuses a second writer with
+ShardBusy. A plain folder at the place (a shard of an older cellar) is moved into the versions
+folder at the switch; a folder that holds no shard is refused, never replaced.
 """
 
 from __future__ import annotations
@@ -298,20 +299,20 @@ def _write_and_switch(directory: Path, files: dict[str, bytes], model: StaticMod
     versions.mkdir(parents=True, exist_ok=True)
     version = json.loads(files[MANIFEST])["checksum"][:16]
     partial = versions / f".partial-{version}-{os.getpid()}"
-    if partial.exists():
-        shutil.rmtree(partial)
-    folders = sorted({(partial / name).parent for name in files})
-    for folder in folders:
-        folder.mkdir(parents=True, exist_ok=True)
-    for name, data in files.items():
-        _write_file(partial / name, data)
-    for folder in folders:
-        _sync_folder(folder)
-    try:
-        _verify(partial, files, model)
-    except ShardError as error:
-        shutil.rmtree(partial, ignore_errors=True)
-        raise ShardError(f"{error} (the new shard failed its check; {directory} is unchanged)") from None
+    earlier = _earlier_files(previous)
+    while True:
+        if partial.exists():
+            shutil.rmtree(partial)
+        _fill(partial, files, earlier)
+        try:
+            _verify(partial, files, model)
+            break
+        except ShardError as error:
+            shutil.rmtree(partial, ignore_errors=True)
+            if earlier:  # a damaged file of the previous version was linked: write every file
+                earlier = {}
+                continue
+            raise ShardError(f"{error} (the new shard failed its check; {directory} is unchanged)") from None
     final = versions / version
     keep = {final, previous}
     if final.is_dir():  # the same content as a version kept (only checked folders get a version's name)
@@ -348,6 +349,43 @@ def _current_version(directory: Path, versions: Path) -> Path | None:
     if directory.exists():
         raise ShardError(f"{directory}: not a folder: not replaced")
     return None
+
+
+def _fill(partial: Path, files: dict[str, bytes], earlier: dict[str, Path]) -> None:
+    """Write (or link from ``earlier``) every file of the new version into ``partial``, synced."""
+    folders = sorted({(partial / name).parent for name in files})
+    for folder in folders:
+        folder.mkdir(parents=True, exist_ok=True)
+    listed = json.loads(files[MANIFEST])["files"]
+    for name, data in files.items():
+        same = earlier.get(listed[name]["sha256"]) if name in listed else None
+        if same is None or not _link(same, partial / name):
+            _write_file(partial / name, data)
+    for folder in folders:
+        _sync_folder(folder)
+
+
+def _earlier_files(previous: Path | None) -> dict[str, Path]:
+    """The files of the current version by SHA-256, as its manifest lists them (empty when there
+    is none or it cannot be read): an incremental build links the unchanged ones (most fragments)
+    rather than writing and syncing them again. The new version is checked whole all the same."""
+    if previous is None:
+        return {}
+    try:
+        listed = json.loads((previous / MANIFEST).read_text(encoding="utf-8"))["files"]
+        return {entry["sha256"]: previous / name for name, entry in listed.items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
+def _link(source: Path, target: Path) -> bool:
+    """A hard link to a file of the previous version (whose bytes were synced when it was
+    written); False where links cannot be made (then the file is written)."""
+    try:
+        os.link(source, target)
+    except OSError:
+        return False
+    return True
 
 
 def _write_file(path: Path, data: bytes) -> None:

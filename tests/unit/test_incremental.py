@@ -1,0 +1,186 @@
+"""Incremental index builds: a cache keyed by content, and the per-notebook work on a process pool
+or a Dask cluster; whatever the route, the shard is the same, byte for byte, as a cold build's."""
+
+from __future__ import annotations
+
+import io
+import shutil
+from pathlib import Path
+
+import pytest
+
+import cellar.retrieval.incremental as incremental
+from cellar.cli import main
+from cellar.cli.progress import Progress
+from cellar.ingest.synth import generate_archive, mutate_archive
+from cellar.retrieval import scheduler
+from cellar.retrieval.embedding import default_model_dir
+from cellar.retrieval.index import build_index_from_directory
+from cellar.retrieval.scheduler import SchedulerError, batches
+from cellar.retrieval.shard import shard_files
+
+MODEL = str(default_model_dir())
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("synth") / "archive"
+    generate_archive(root, 120, seed=11)
+    return root
+
+
+_COLD: dict[tuple[Path, bytes], dict[str, bytes]] = {}
+
+
+def _cold(root: Path) -> dict[str, bytes]:
+    """The shard files of a cold, single-process build of ``root`` (remembered per archive state)."""
+    state = (root, (root / "synth.json").read_bytes())
+    if state not in _COLD:
+        _COLD[state] = shard_files(build_index_from_directory(root, MODEL, workers=1).index)
+    return _COLD[state]
+
+
+def _build(root: Path, cache: Path, **kwargs):
+    return build_index_from_directory(root, MODEL, cache=cache, workers=1, **kwargs)
+
+
+def test_second_build_does_no_work_and_changes_redo_only_themselves(archive, tmp_path, monkeypatch):
+    root = tmp_path / "archive"
+    shutil.copytree(archive, root)
+    cache = tmp_path / "cache"
+    first = _build(root, cache)
+    assert len(first.redone) == 120 and not first.reused
+    assert shard_files(first.index) == _cold(root)
+
+    calls = []
+    real = incremental.prepare
+    monkeypatch.setattr(incremental, "prepare", lambda *a, **k: calls.append(a[0].path) or real(*a, **k))
+    second = _build(root, cache)
+    assert calls == [] and not second.redone and len(second.reused) == 120
+    assert shard_files(second.index) == shard_files(first.index)
+
+    change = mutate_archive(root, 0.05)  # 6 changed, 2 added, 2 deleted
+    third = _build(root, cache)
+    assert sorted(calls) == third.redone == sorted(change.changed + change.added)
+    assert third.removed == change.deleted
+    assert shard_files(third.index) == _cold(root)
+
+
+def test_a_moved_notebook_reuses_its_embeddings(archive, tmp_path, monkeypatch):
+    root = tmp_path / "archive"
+    shutil.copytree(archive, root)
+    cache = tmp_path / "cache"
+    _build(root, cache)
+    old = sorted(root.glob("*/*/*.ipynb"))[0]
+    new = root / "2099" / "99-001 Moved" / old.name
+    new.parent.mkdir(parents=True)
+    old.rename(new)
+    encoded = []
+    monkeypatch.setattr(incremental.StaticModel, "encode", lambda self, texts: encoded.append(texts))
+    built = _build(root, cache)
+    assert built.moved == [new.relative_to(root).as_posix()]
+    assert built.removed == [old.relative_to(root).as_posix()]
+    assert not built.redone and encoded == []  # nothing embedded again
+    monkeypatch.undo()
+    assert shard_files(built.index) == _cold(root)
+    paths = [entry["path"] for entry in built.index.notebooks]
+    assert new.relative_to(root).as_posix() in paths and old.relative_to(root).as_posix() not in paths
+
+
+def test_another_pipeline_redoes_everything(archive, tmp_path):
+    cache = tmp_path / "cache"
+    _build(archive, cache)
+    again = _build(archive, cache, glossary={"wb": "water ballast"})
+    assert len(again.redone) == 120 and not again.reused
+
+
+def test_a_damaged_cache_entry_is_redone(archive, tmp_path):
+    cache = tmp_path / "cache"
+    _build(archive, cache)
+    entry = sorted(cache.glob("*/*.npy"))[0]
+    entry.write_bytes(b"not an array")
+    again = _build(archive, cache)
+    assert len(again.redone) == 1 and len(again.reused) == 119
+    assert shard_files(again.index) == _cold(archive)
+
+
+def test_the_process_pool_gives_the_same_shard(archive):
+    pooled = build_index_from_directory(archive, MODEL, workers=2)
+    assert shard_files(pooled.index) == _cold(archive)
+
+
+def test_cli_reports_reuse_and_no_cache_is_cold(archive, tmp_path, capsys):
+    out = tmp_path / "build" / "shard"
+    assert main(["index", str(archive), "--out", str(out), "--workers", "1"]) == 0
+    assert (tmp_path / "build" / ".shard.cache" / "last-build.json").is_file()
+    assert main(["index", str(archive), "--out", str(out), "--workers", "1"]) == 0
+    assert "120 reused, 0 moved (chunked again, embeddings reused), 0 redone, 0 removed" in capsys.readouterr().err
+    assert main(["index", str(archive), "--out", str(out), "--no-cache", "--workers", "1"]) == 0
+    assert "0 reused, 0 moved (chunked again, embeddings reused), 120 redone" in capsys.readouterr().err
+    assert main(["index", str(archive), "--out", str(out), "--scheduler", "yarn"]) == 2
+    assert "unknown scheduler 'yarn'" in capsys.readouterr().err
+
+
+def test_batches_keep_order_and_spread():
+    items = list(range(100))
+    groups = batches(items, lambda item: 10_000, workers=2)
+    assert [item for group in groups for item in group] == items
+    assert len(groups) >= 8
+    assert all(len(group) <= 64 for group in batches(list(range(1000)), lambda item: 1, workers=1))
+
+
+def test_progress_lines_off_a_terminal_and_redrawn_on_one():
+    plain = io.StringIO()
+    progress = Progress("cellar index", plain, every=0, tty=False)
+    for done in range(0, 11, 5):
+        progress(done, 10, "notebooks")
+    lines = plain.getvalue().splitlines()
+    assert lines[-1].startswith("cellar index: 10/10 notebooks") and "/s" in lines[-1] and "\r" not in plain.getvalue()
+    terminal = io.StringIO()
+    progress = Progress("cellar index", terminal, every=0, tty=True)
+    progress(0, 10, "notebooks")
+    progress(10, 10, "notebooks")
+    progress.close()
+    assert terminal.getvalue().count("\r\x1b[K") == 3
+
+
+def test_dask_shard_is_the_local_one(archive):
+    pytest.importorskip("distributed", reason="Dask is an optional extra: pip install 'cellar[dask]'")
+    on_dask = build_index_from_directory(archive, MODEL, scheduler="dask", workers=2)
+    assert shard_files(on_dask.index) == _cold(archive)
+
+
+def test_an_unreachable_dask_scheduler_is_a_clear_error(archive, monkeypatch):
+    pytest.importorskip("distributed", reason="Dask is an optional extra: pip install 'cellar[dask]'")
+    monkeypatch.setattr(scheduler, "CONNECT_TIMEOUT", "1s")
+    with pytest.raises(SchedulerError, match="cannot reach the Dask scheduler"):
+        build_index_from_directory(archive, MODEL, scheduler="tcp://127.0.0.1:9", workers=1)
+
+
+def test_a_new_shard_links_the_files_the_previous_one_holds_and_never_a_damaged_one(archive, tmp_path):
+    from cellar.retrieval.embedding import load_model
+    from cellar.retrieval.shard import open_shard, write_shard
+
+    model = load_model(MODEL)
+    index = build_index_from_directory(archive, model).index
+    out = tmp_path / "build" / "shard"
+    write_shard(index, out, model)
+    first = out.resolve()
+    damaged = sorted((first / "fragments").iterdir())[0]
+    data = bytearray(damaged.read_bytes())
+    data[-2] ^= 1
+    damaged.write_bytes(bytes(data))
+    index.calibration = {"thresholds": {"min_coverage": 0.1}}  # the manifest changes, the fragments do not
+    write_shard(index, out, model)  # the damaged file is not carried over: it is written again
+    second = out.resolve()
+    assert second != first
+    assert (second / "fragments" / damaged.name).stat().st_ino != damaged.stat().st_ino
+    shard = open_shard(second, model)
+    for n in range(len(shard.index.notebooks)):
+        shard.fragment(n)  # every fragment checks against the manifest
+
+    index.calibration = {"thresholds": {"min_coverage": 0.2}}
+    write_shard(index, out, model)
+    third = out.resolve()
+    fragments = sorted((third / "fragments").iterdir())
+    assert fragments and all(f.stat().st_ino == (second / "fragments" / f.name).stat().st_ino for f in fragments)

@@ -1,0 +1,124 @@
+"""`cellar rerender` into the folder of a previous run: a notebook whose bytes, inputs and
+environment are unchanged keeps its result; one whose input blob changed runs again though its
+own bytes did not; a deleted one's fresh notebook goes; --no-cache runs everything.
+
+No built site is needed: the stand-in `node` of test_rerender_worker_death answers every run.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from cellar.cli import main
+from cellar.rerender import batch, environment, reuse
+from cellar.rerender.archive import add_to_archive
+
+_spec = importlib.util.spec_from_file_location(
+    "worker_death", Path(__file__).with_name("test_rerender_worker_death.py")
+)
+assert _spec is not None and _spec.loader is not None
+_death = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_death)
+FAKE_NODE, notebook = _death.FAKE_NODE, _death.notebook
+
+
+@pytest.fixture()
+def setting(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    node = bin_dir / "node"
+    node.write_text(FAKE_NODE.format(python=sys.executable, fail_flag=str(bin_dir / "fail")))
+    node.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(batch.Worker, "CACHE", tmp_path / "worker-start")
+    site = tmp_path / "site"
+    (site / "pyodide").mkdir(parents=True)
+    (site / "pyodide" / "pyodide.mjs").write_text("")
+    packages = {}
+    for name in environment.BASE_PACKAGES:
+        packages[name] = {"version": "1.0", "file_name": f"{name}-1.0-py3-none-any.whl"}
+        (site / "pyodide" / packages[name]["file_name"]).write_text("")
+    (site / "pyodide" / "pyodide-lock.json").write_text(
+        json.dumps({"info": {"version": "0.27.7"}, "packages": packages})
+    )
+    (site / "build.json").write_text(json.dumps({"wheels": []}))
+    archive = tmp_path / "archive"
+    (archive / "2017" / "17-042 Ballast").mkdir(parents=True)
+    sources = {
+        "2017/17-042 Ballast/a.ipynb": 'pd.read_csv(r"\\\\srv\\projects\\17-042\\tanks.csv")',
+        "2017/17-042 Ballast/b.ipynb": "y = 2",
+        "c.ipynb": "z = 3",
+    }
+    for name, source in sources.items():
+        (archive / name).write_text(notebook(source))
+    tanks = tmp_path / "tanks.csv"
+    tanks.write_text("tank,volume\nFP,412.1\n")
+    assert not add_to_archive(str(archive), files=[("\\\\srv\\projects\\17-042\\tanks.csv", str(tanks))]).errors
+    runs: list[str] = []
+    real = batch.Worker.run
+    monkeypatch.setattr(
+        batch.Worker, "run", lambda self, request, *a: runs.append(request["cwd"]) or real(self, request, *a)
+    )
+    return archive, site, tmp_path / "out", tanks, runs
+
+
+def rerender(archive, site, out, *extra) -> int:
+    return main(["rerender", str(archive), "--out", str(out), "--site", str(site), *extra])
+
+
+def test_unchanged_notebooks_keep_their_result_and_a_changed_input_runs_again(setting, capsys):
+    archive, site, out, tanks, runs = setting
+    assert rerender(archive, site, out) == 0
+    first = json.loads((out / "report.json").read_text())
+    assert len(runs) == 3 and len(first["keys"]) == 3
+    runs.clear()
+    assert rerender(archive, site, out) == 0
+    second = json.loads((out / "report.json").read_text())
+    assert runs == [] and second["reuse"] == {"reused": 3, "redone": 0, "removed": []}
+    assert second["notebooks"] == first["notebooks"]
+    assert "3 reused from the previous run" in capsys.readouterr().err
+
+    (archive / "c.ipynb").write_text(notebook("z = 4"))  # its own bytes
+    tanks.write_text("tank,volume\nFP,498.9\n")  # a's input: a new blob under the same logical path
+    assert not add_to_archive(str(archive), files=[("\\\\srv\\projects\\17-042\\tanks.csv", str(tanks))]).errors
+    assert rerender(archive, site, out) == 0
+    third = json.loads((out / "report.json").read_text())
+    assert sorted(runs) == ["/", "/2017/17-042 Ballast"]  # c and a ran; b kept its result
+    assert third["reuse"]["reused"] == 1
+
+    runs.clear()
+    (archive / "2017" / "17-042 Ballast" / "b.ipynb").unlink()
+    assert rerender(archive, site, out) == 0
+    fourth = json.loads((out / "report.json").read_text())
+    assert runs == [] and fourth["reuse"]["removed"] == ["2017/17-042 Ballast/b.ipynb"]
+    assert not (out / "2017" / "17-042 Ballast" / "b.ipynb").exists()
+
+    assert rerender(archive, site, out, "--no-cache") == 0
+    assert len(runs) == 2
+
+
+def test_inputs_named_by_code_or_under_the_folder():
+    pathmap = {
+        "files": {
+            "\\\\SRV\\Projects\\17-042\\tanks.csv": "sha256:" + "a" * 64,
+            "/2017/17-042 Ballast/inputs/local.csv": "sha256:" + "b" * 64,
+            "P:\\other\\x.csv": "sha256:" + "c" * 64,
+        },
+        "trees": {"\\\\srv\\projects\\2020\\20-004": {"inputs/lines.csv": "sha256:" + "d" * 64}},
+    }
+    code = [
+        't = pd.read_csv("\\\\\\\\srv\\\\projects\\\\17-042\\\\tanks.csv")',
+        'root = r"\\\\srv\\projects\\2020\\20-004"',
+    ]
+    found = reuse.inputs_named(pathmap, "2017/17-042 Ballast", code)
+    assert set(found) == {
+        "file:\\\\SRV\\Projects\\17-042\\tanks.csv",
+        "file:/2017/17-042 Ballast/inputs/local.csv",
+        "tree:\\\\srv\\projects\\2020\\20-004",
+    }
