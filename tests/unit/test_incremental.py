@@ -166,21 +166,20 @@ def test_a_new_shard_links_the_files_the_previous_one_holds_and_never_a_damaged_
     out = tmp_path / "build" / "shard"
     write_shard(index, out, model)
     first = out.resolve()
-    damaged = sorted((first / "fragments").iterdir())[0]
+    damaged = sorted((first / "notebooks").iterdir())[0]  # a notebook's container
     data = bytearray(damaged.read_bytes())
     data[-2] ^= 1
     damaged.write_bytes(bytes(data))
-    index.calibration = {"thresholds": {"min_coverage": 0.1}}  # the manifest changes, the fragments do not
+    index.calibration = {"thresholds": {"min_coverage": 0.1}}  # the manifest changes, the containers do not
     write_shard(index, out, model)  # the damaged file is not carried over: it is written again
     second = out.resolve()
     assert second != first
-    assert (second / "fragments" / damaged.name).stat().st_ino != damaged.stat().st_ino
+    assert (second / "notebooks" / damaged.name).stat().st_ino != damaged.stat().st_ino
     shard = open_shard(second, model)
-    for n in range(len(shard.index.notebooks)):
-        shard.fragment(n)  # every fragment checks against the manifest
+    shard.check_all()  # every file checks against the manifest
 
     index.calibration = {"thresholds": {"min_coverage": 0.2}}
     write_shard(index, out, model)
     third = out.resolve()
-    fragments = sorted((third / "fragments").iterdir())
-    assert fragments and all(f.stat().st_ino == (second / "fragments" / f.name).stat().st_ino for f in fragments)
+    fragments = sorted((third / "notebooks").iterdir())
+    assert fragments and all(f.stat().st_ino == (second / "notebooks" / f.name).stat().st_ino for f in fragments)
