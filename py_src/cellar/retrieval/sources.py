@@ -15,11 +15,13 @@ import numpy as np
 from cellar.retrieval.index import Index
 
 
-def cosines(vectors: np.ndarray, query_vector: np.ndarray) -> np.ndarray:
-    """The cosines of float32 unit rows with the query, summed in float64 row by row: the same
-    value for a row whether it is scored with all rows (in memory) or with its cluster (a shard),
-    which a float32 matrix product does not promise (its blocking depends on the rows given)."""
-    return np.einsum("ij,j->i", vectors, query_vector.astype(np.float64), dtype=np.float64, optimize=False)
+def cosines(vectors: np.ndarray, query_vectors: np.ndarray) -> np.ndarray:
+    """Each float32 unit row's best cosine with the query's vectors (rows of `query_vectors`; a
+    Dutch question has two, its own and its English reading's), summed in float64 row by row: the
+    same value for a row whether it is scored with all rows (in memory) or with its cluster (a
+    shard), which a float32 matrix product does not promise (its blocking depends on the rows)."""
+    queries = np.atleast_2d(query_vectors).astype(np.float64)
+    return np.max(np.einsum("ij,kj->ik", vectors, queries, dtype=np.float64, optimize=False), axis=1)
 
 
 class MemorySource:
@@ -42,7 +44,7 @@ class MemorySource:
     def partition_names(self, terms: Iterable[str]) -> list[str]:
         return []
 
-    def probe(self, query_vector: np.ndarray) -> list[int]:
+    def probe(self, query_vectors: np.ndarray) -> list[int]:
         return []
 
     def cluster_name(self, c: int) -> str:
@@ -60,9 +62,9 @@ class MemorySource:
         rows = bm25.indices[s:e]
         return rows, bm25.data[s:e], self.index.chunk_kind[rows]
 
-    def dense(self, query_vector: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def dense(self, query_vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         rows = np.arange(self.index.n_chunks)
-        return rows, cosines(self.index.dense(), query_vector), self.index.chunk_kind
+        return rows, cosines(self.index.dense(), query_vectors), self.index.chunk_kind
 
     def notebook_vectors(self, n: int) -> np.ndarray:
         entry = self.notebooks[n]
@@ -94,8 +96,10 @@ class ShardSource:
     def partition_names(self, terms: Iterable[str]) -> list[str]:
         return self.shard.partition_names(terms)
 
-    def probe(self, query_vector: np.ndarray) -> list[int]:
-        return self.shard.probe(query_vector, self.nprobe)
+    def probe(self, query_vectors: np.ndarray) -> list[int]:
+        """The clusters each query vector probes, the first vector's first (no cluster twice)."""
+        probed = (c for vector in np.atleast_2d(query_vectors) for c in self.shard.probe(vector, self.nprobe))
+        return list(dict.fromkeys(probed))
 
     def cluster_name(self, c: int) -> str:
         return self.shard.cluster_name(c)
@@ -106,11 +110,11 @@ class ShardSource:
     def postings(self, term: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         return self.shard.postings(term)
 
-    def dense(self, query_vector: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        parts = [self.shard.cluster(c) for c in self.probe(query_vector)]
+    def dense(self, query_vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        parts = [self.shard.cluster(c) for c in self.probe(query_vectors)]
         rows = np.concatenate([p[0] for p in parts]).astype(np.int64)
         kinds = np.concatenate([p[1] for p in parts])
-        cosine = np.concatenate([cosines(p[2], query_vector) for p in parts])
+        cosine = np.concatenate([cosines(p[2], query_vectors) for p in parts])
         order = np.argsort(rows, kind="stable")
         return rows[order], cosine[order], kinds[order]
 
