@@ -207,7 +207,8 @@ class Searcher:
         reading = self._read_in_english(query)
         held_by = reading.held_by or {}
         vectors = self._query_vectors(query, reading) if mode != "bm25" else None
-        clusters = self.source.probe(vectors) if vectors is not None else []
+        rank_by = vectors[-1:] if vectors is not None else None  # a Dutch question ranks by its English reading
+        clusters = self.source.probe(rank_by) if rank_by is not None else []
         self.source.require(
             [
                 *self.source.partition_names(
@@ -245,8 +246,8 @@ class Searcher:
         dense_rows = np.zeros(0, np.int64)
         dense_scores = np.zeros(0, np.float32)
         dense_kinds = None
-        if vectors is not None:
-            dense_rows, dense_scores, dense_kinds = self.source.dense(vectors)
+        if rank_by is not None:
+            dense_rows, dense_scores, dense_kinds = self.source.dense(rank_by)
             keep = allowed[self.source.notebook_of(dense_rows)] & wanted[dense_kinds]
             candidates.append(_top_of(dense_rows[keep], dense_scores[keep], DEPTH))
         clock.lap("dense")
@@ -311,12 +312,14 @@ class Searcher:
         return read_in_english(query, self.analyzer, self._translator)
 
     def _query_vectors(self, query: str, reading: Reading) -> np.ndarray:
-        """The question's vectors, one per row: its own, and a Dutch question's English reading's
-        too; a chunk's closeness is its best cosine with either (``sources.cosines``). The reading
-        meets English cells (on the Dutch dev questions, benchmarks/gold/dev_nl.jsonl, dense alone:
-        notebook hit@1 .000 with the Dutch text, .128 with the two blended, .359 with the reading)
-        and the question's own words meet Dutch cells (the demo's Dutch notebooks: similarity .80
-        with the question, .16 with its reading)."""
+        """The question's vectors, one per row: its own, then a Dutch question's English reading's.
+
+        The dense ranker uses the last one: a Dutch question ranks by its English reading (on the
+        Dutch dev questions, benchmarks/gold/dev_nl.jsonl, dense alone: notebook hit@1 .000 with
+        the Dutch text, .128 with the two blended, .359 with the reading). The refusal's closeness
+        in meaning is the best cosine with either (``sources.cosines``): the reading meets English
+        cells, the question's own words meet Dutch ones (the demo's Dutch notebooks: similarity
+        .80 with the question, .16 with its reading, which refused them)."""
         return self.model.encode([query, reading.text] if reading.text else [query])
 
     def _allowed(self, filters: Filters) -> np.ndarray:
