@@ -11,4 +11,5 @@ text_tables   DataFrame / Series text reprs -> Table
 chunks        the chunk record (Chunk, Chunked) and the maker that gives ids and offsets
 outputs       a cell's outputs -> table, scalar, stream, plot and error chunks
 chunking      a notebook or document -> all its chunks (ChunkRecord, cellar.records)
+synth         template notebooks -> a deterministic synthetic archive (`cellar synth`)
 """

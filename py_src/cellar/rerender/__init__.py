@@ -8,6 +8,7 @@ file_view      the sandbox's file system view: mapped blobs readable, everything
 start_cache    a worker's start (bytecode, font list) kept for the next worker
 compare        saved vs fresh outputs, nbval-style -> clean | drifted | stale
 report         a sandbox run -> the fresh notebook and its report entry (shared with the tab)
+reuse          what an earlier run may keep: a notebook's key (bytes, inputs, environment)
 pyodide_host   Python in Pyodide under Node, for the workers and the tests
 batch          an archive -> every notebook re-rendered by a pool of workers, report.json
 """

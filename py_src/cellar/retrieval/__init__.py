@@ -6,8 +6,13 @@ embedding    text -> a vector of the static model that ships in models/ (NumPy o
 distill      all-MiniLM-L6-v2 -> that static model (`cellar model distill`, needs torch)
 bilingual    FreeDict nld-eng -> a Dutch -> English term table (models/nld-eng/, GPL-2+); a Dutch
              question -> its English reading
+incremental  archive files -> each file's records, terms and vectors, cached by content hash
+scheduler    where that per-file work runs: this process, a process pool, or Dask
 index        chunk records (+ a re-render report) -> an Index in memory
-shard        an Index <-> files on disk, verified against the manifest's hashes
+ivf          vectors -> k-means clusters, and how many a query probes
+shard        an Index <-> format 2 files on disk (term partitions, clusters, notebook
+             containers), written aside, verified, switched atomically
+sources      what a search reads: an in-memory Index, or a shard fetched piece by piece
 search       a question -> the answer contract (cellar.records.Answer), or a refusal
 answer_cell  a question and a notebook's scored chunks -> its hits, the answer cell first
 fusion       rankings -> one ranking by reciprocal rank
