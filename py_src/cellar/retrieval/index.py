@@ -377,13 +377,7 @@ def _task(
         return Task(path, data, task_key(pipeline, data))
     entry = entries.get(path)
     fresh_file = os.fspath(PurePath(rerendered or "", path))
-    fresh, problem = None, None
-    if entry is not None:
-        try:
-            with open(fresh_file, "rb") as handle:
-                fresh = handle.read()
-        except OSError as error:
-            problem = str(error)
+    fresh, problem = _read_fresh(fresh_file) if entry is not None else (None, None)
     fresh_hash = None if fresh is None else hashlib.sha256(fresh).hexdigest()
     key = task_key(pipeline, data, [entry, fresh_hash, problem, fresh_file])
     return Task(path, data, key, True, entry, fresh, problem, fresh_file)
@@ -399,12 +393,15 @@ def with_render(
     ``rerendered``, the output folder of ``cellar rerender``."""
     from cellar.retrieval.incremental import with_fresh
 
-    fresh_file = PurePath(rerendered, getattr(chunked.source, "path", ""))
-    fresh, problem = None, None
-    if entry is not None:
-        try:
-            with open(fresh_file, "rb") as handle:
-                fresh = handle.read()
-        except OSError as error:
-            problem = str(error)
-    return with_fresh(chunked, entry, fresh, problem, os.fspath(fresh_file), rules)
+    fresh_file = os.fspath(PurePath(rerendered, getattr(chunked.source, "path", "")))
+    fresh, problem = _read_fresh(fresh_file) if entry is not None else (None, None)
+    return with_fresh(chunked, entry, fresh, problem, fresh_file, rules)
+
+
+def _read_fresh(fresh_file: str) -> tuple[bytes | None, str | None]:
+    """The bytes of a fresh notebook that `cellar rerender` wrote, or why they cannot be read."""
+    try:
+        with open(fresh_file, "rb") as handle:
+            return handle.read(), None
+    except OSError as error:
+        return None, str(error)
