@@ -2,52 +2,24 @@
 environment are unchanged keeps its result; one whose input blob changed runs again though its
 own bytes did not; a deleted one's fresh notebook goes; --no-cache runs everything.
 
-No built site is needed: the stand-in `node` of test_rerender_worker_death answers every run.
+No built site is needed: the stand-in `node` of tests/unit/conftest.py answers every run.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
-import sys
-from pathlib import Path
 
 import pytest
+from tests.unit.conftest import notebook
 
 from cellar.cli import main
-from cellar.rerender import batch, environment, reuse
+from cellar.rerender import batch, reuse
 from cellar.rerender.archive import add_to_archive
-
-_spec = importlib.util.spec_from_file_location(
-    "worker_death", Path(__file__).with_name("test_rerender_worker_death.py")
-)
-assert _spec is not None and _spec.loader is not None
-_death = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_death)
-FAKE_NODE, notebook = _death.FAKE_NODE, _death.notebook
 
 
 @pytest.fixture()
-def setting(tmp_path, monkeypatch):
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    node = bin_dir / "node"
-    node.write_text(FAKE_NODE.format(python=sys.executable, fail_flag=str(bin_dir / "fail")))
-    node.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setattr(batch.Worker, "CACHE", tmp_path / "worker-start")
-    site = tmp_path / "site"
-    (site / "pyodide").mkdir(parents=True)
-    (site / "pyodide" / "pyodide.mjs").write_text("")
-    packages = {}
-    for name in environment.BASE_PACKAGES:
-        packages[name] = {"version": "1.0", "file_name": f"{name}-1.0-py3-none-any.whl"}
-        (site / "pyodide" / packages[name]["file_name"]).write_text("")
-    (site / "pyodide" / "pyodide-lock.json").write_text(
-        json.dumps({"info": {"version": "0.27.7"}, "packages": packages})
-    )
-    (site / "build.json").write_text(json.dumps({"wheels": []}))
+def setting(tmp_path, monkeypatch, stand_in_site):
+    site = stand_in_site
     archive = tmp_path / "archive"
     (archive / "2017" / "17-042 Ballast").mkdir(parents=True)
     sources = {

@@ -1,0 +1,69 @@
+"""Fixtures shared by the unit tests: a built site that needs no Pyodide, for `cellar rerender`.
+
+`stand_in_site` puts a stand-in `node` first on PATH that speaks the host protocol of
+`cellar.rerender.pyodide_host` (replies, runs no Python): every run comes back "not run by the
+stand-in"; a notebook whose code holds DIE_HERE ends the process, so the real host code has to
+notice the death; a `fail` file beside it makes it fail to start (a file, not a variable: the
+worker's environment is scrubbed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from cellar.rerender import batch, environment
+
+FAKE_NODE = """#!{python}
+import base64, json, os, sys
+MARK = "\\x1ecellar-host "
+def reply(message):
+    sys.stdout.write(MARK + json.dumps(message) + "\\n")
+    sys.stdout.flush()
+if os.path.exists({fail_flag!r}):  # a file, not a variable: the worker's environment is scrubbed
+    sys.exit(7)
+reply({{"id": 0, "ok": True, "value": json.dumps({{"python": "stand-in"}})}})
+for line in sys.stdin:
+    request = json.loads(line)
+    if "read" in request:
+        reply({{"id": request["id"], "ok": True, "value": base64.b64encode(b"start files").decode()}})
+        continue
+    if "DIE_HERE" in request["code"]:
+        os._exit(9)  # dies (a signal would not do: in a PID namespace the stand-in is PID 1)
+    value = None
+    if "run_request" in request["code"]:
+        value = json.dumps({{"cells": [], "stopped": "not run by the stand-in", "seconds": 0.0}})
+    reply({{"id": request["id"], "ok": True, "value": json.dumps(value)}})
+"""
+
+
+def notebook(source: str) -> str:
+    cell = {"cell_type": "code", "metadata": {}, "source": source, "outputs": [], "execution_count": 1}
+    return json.dumps({"nbformat": 4, "nbformat_minor": 4, "metadata": {}, "cells": [cell]})
+
+
+@pytest.fixture()
+def stand_in_site(tmp_path, monkeypatch) -> Path:
+    """A site folder whose runtime is the stand-in `node` (its `bin/fail` flag beside it)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    node = bin_dir / "node"
+    node.write_text(FAKE_NODE.format(python=sys.executable, fail_flag=str(bin_dir / "fail")))
+    node.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(batch.Worker, "CACHE", tmp_path / "worker-start")
+    site = tmp_path / "site"
+    (site / "pyodide").mkdir(parents=True)
+    (site / "pyodide" / "pyodide.mjs").write_text("")
+    packages = {}
+    for name in environment.BASE_PACKAGES:  # what every worker loads, as the runtime's lock lists it
+        packages[name] = {"version": "1.0", "file_name": f"{name}-1.0-py3-none-any.whl"}
+        (site / "pyodide" / packages[name]["file_name"]).write_text("")
+    lock = {"info": {"version": "0.27.7"}, "packages": packages}
+    (site / "pyodide" / "pyodide-lock.json").write_text(json.dumps(lock))
+    (site / "build.json").write_text(json.dumps({"wheels": []}))
+    return site
