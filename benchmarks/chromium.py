@@ -1,4 +1,4 @@
-"""What the browser benchmarks share: Chromium's flags and the bare reference page.
+"""What the browser benchmarks share: Chromium's flags, waiting in a page, the bare reference page.
 
 The reference in every browser benchmark is a bare page that only boots Pyodide and numpy in a
 worker (benchmarks/pages), served from a temporary folder that links to the site's own runtime,
@@ -7,25 +7,18 @@ so both pages load the same files.
 
 from __future__ import annotations
 
+import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # one place for Chromium's flags and the CSP-proof wait: the browser tests'
+from tests.browser.conftest import CHROMIUM_ARGS as CHROMIUM_ARGS  # noqa: E402  (the benchmarks import it from here)
+from tests.browser.conftest import wait_for as _wait_for  # noqa: E402
+
 PAGES = Path(__file__).resolve().parent / "pages"
-# Without the networking flags Chromium keeps trying to reach Google's services, and this
-# machine's closed network refuses every attempt.
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 @contextmanager
@@ -38,22 +31,7 @@ def bare_site(site: Path) -> Iterator[Path]:
         yield Path(root)
 
 
-def wait_for(page, expression: str, arg: object = None, timeout_ms: float = 180_000, poll_ms: float = 20) -> object:
-    """`page.wait_for_function` under the site's Content-Security-Policy, which forbids the page's
-    `eval` that Playwright's own uses: polls through `page.evaluate` every `poll_ms` instead.
-    `expression` is a function of `arg` ("q => ...") or a plain expression; returns its first
-    truthy value."""
-    function = expression if "=>" in expression else f"() => ({expression})"
-    deadline = time.monotonic() + timeout_ms / 1000
-    while True:
-        try:
-            value = page.evaluate(function, arg)
-        except Exception as error:  # a navigation replaced the page's context meanwhile: ask again
-            if "context was destroyed" not in str(error) and "navigat" not in str(error):
-                raise
-            value = None
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{expression} still false after {timeout_ms / 1000:.0f} s")
-        page.wait_for_timeout(poll_ms)
+def wait_for(page, expression: str, arg: object = None, timeout_ms: float = 180_000) -> object:
+    """The browser tests' `wait_for` (it works under the site's Content-Security-Policy), polling
+    every 20 ms so that the time it waited is measured closely."""
+    return _wait_for(page, expression, arg, timeout_ms, poll_ms=20)
