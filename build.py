@@ -627,6 +627,20 @@ NO_RERENDER_HELP = (
 )
 
 
+def add_archive_options(parser: argparse.ArgumentParser) -> None:
+    """What `site` and `serve` take: the archive, its gold set, whether to re-render, the site folder."""
+    parser.add_argument(
+        "--corpus", type=Path, default=DEMO_ARCHIVE, help="the archive to index and serve (default: the demo archive)"
+    )
+    parser.add_argument(
+        "--gold",
+        type=Path,
+        help="a gold set to calibrate refusal on (default: the thresholds calibrated on the shared dev set)",
+    )
+    parser.add_argument("--no-rerender", action="store_true", help=NO_RERENDER_HELP)
+    parser.add_argument("--out", type=Path, default=SITE, help=OUT_HELP)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(title="commands", dest="command", required=True)
@@ -635,30 +649,12 @@ def main(argv: list[str] | None = None) -> int:
     commands.add_parser("wheel", help="build the cellar wheel into wheels/")
     commands.add_parser("js", help="install the locked npm packages and bundle the page libraries")
     site = commands.add_parser("site", help="index the archive and assemble the static site in site/")
-    site.add_argument(
-        "--corpus", type=Path, default=DEMO_ARCHIVE, help="the archive to index and serve (default: the demo archive)"
-    )
-    site.add_argument(
-        "--gold",
-        type=Path,
-        help="a gold set to calibrate refusal on (default: the thresholds calibrated on the shared dev set)",
-    )
-    site.add_argument("--no-rerender", action="store_true", help=NO_RERENDER_HELP)
-    site.add_argument("--out", type=Path, default=SITE, help=OUT_HELP)
+    add_archive_options(site)
     commands.add_parser("browser", help="make sure Chromium is installed for the browser tests")
     serve = commands.add_parser("serve", help="build the site and serve it")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument(
-        "--corpus", type=Path, default=DEMO_ARCHIVE, help="the archive to index and serve (default: the demo archive)"
-    )
-    serve.add_argument(
-        "--gold",
-        type=Path,
-        help="a gold set to calibrate refusal on (default: the thresholds calibrated on the shared dev set)",
-    )
-    serve.add_argument("--no-rerender", action="store_true", help=NO_RERENDER_HELP)
-    serve.add_argument("--out", type=Path, default=SITE, help=OUT_HELP)
+    add_archive_options(serve)
     test = commands.add_parser("test", help="build the site and run the whole test suite")
     test.add_argument("pytest_args", nargs=argparse.REMAINDER, help="passed on to pytest")
     args = parser.parse_args(argv)
