@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cellar.ingest.provenance import file_revision, revision
+
 MANIFEST = "synth.json"
 FORMAT = 1
 DEFAULT_NOTEBOOKS = 41_000
@@ -114,7 +116,7 @@ def load_templates(corpus: str | os.PathLike[str] | None = None) -> Synth:
             blobs[hexdigest] = (DEMO_ARCHIVE / "blobs" / "sha256" / hexdigest[:2] / hexdigest).read_bytes()
         source = f"demo/{relative}"
         templates.append(Template(path.stem, source, notebook, code, year, inputs))
-        sources[source] = hashlib.sha256(data).hexdigest()
+        sources[source] = revision(data)
     if corpus is not None:
         for relative in corpus_templates(corpus):
             data = (Path(corpus) / relative).read_bytes()
@@ -126,7 +128,7 @@ def load_templates(corpus: str | os.PathLike[str] | None = None) -> Synth:
                 continue
             source = f"corpus/{relative}"
             templates.append(Template(Path(relative).stem, source, notebook, None, None, {}))
-            sources[source] = hashlib.sha256(data).hexdigest()
+            sources[source] = revision(data)
     return Synth(templates, blobs, sources)
 
 
@@ -317,7 +319,7 @@ def _finish(out: Path, manifest: dict[str, Any], synth: Synth) -> None:
     pathmap = {"files": dict(sorted(files.items())), "format": 1, "trees": {}}
     data = (json.dumps(pathmap, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
     _write(out / "pathmap.json", data)
-    manifest["files"] = {"pathmap.json": hashlib.sha256(data).hexdigest()}
+    manifest["files"] = {"pathmap.json": revision(data)}
     for blob in sorted({value.split(":", 1)[1] for value in files.values()}):
         target = _blob_path(out, blob)
         if not target.exists():
@@ -388,7 +390,7 @@ def _add(root: Path, manifest: dict[str, Any], synth: Synth, seed: int, index: i
     path, data, inputs = make_notebook(seed, index, generation, synth)
     _write(root / path, data)
     manifest["notebooks"][path] = {
-        "sha256": hashlib.sha256(data).hexdigest(),
+        "sha256": revision(data),
         "index": index,
         "generation": generation,
         "inputs": inputs,
@@ -461,7 +463,7 @@ def check_archive(out: str | os.PathLike[str]) -> list[str]:
     problems = []
     for path, digest in sorted(expected.items()):
         try:
-            actual = _sha256_file(root / path)
+            actual = file_revision(root / path)
         except OSError as error:
             problems.append(f"{path}: missing ({error.strerror})")
             continue
@@ -471,14 +473,6 @@ def check_archive(out: str | os.PathLike[str]) -> list[str]:
         if path not in manifest["notebooks"]:
             problems.append(f"{path}: not in the manifest")
     return problems
-
-
-def _sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _notebooks_below(root: Path) -> Iterable[str]:
