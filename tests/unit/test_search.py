@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from cellar.records import KINDS
 from cellar.retrieval.embedding import default_model_dir, load_model
 from cellar.retrieval.evaluation import calibrate, evaluate, read_gold
-from cellar.retrieval.index import KINDS, Render, build_index, build_index_from_directory
+from cellar.retrieval.index import Render, build_index, build_index_from_directory
 from cellar.retrieval.search import DEFAULT_CALIBRATION, NUMBER_IN_TEXT, Filters, Searcher, refuses
 from cellar.retrieval.shard import MANIFEST, NeedFiles, Shard, open_shard, shard_files, write_shard
 

@@ -13,9 +13,8 @@ import argparse
 import json
 import sys
 
-from cellar.records import Answer
+from cellar.records import KINDS, Answer
 from cellar.retrieval.embedding import default_model_dir, load_model
-from cellar.retrieval.index import KINDS
 from cellar.retrieval.search import Filters, Searcher
 from cellar.retrieval.shard import ShardError, open_shard
 

@@ -1,10 +1,12 @@
 """The index: everything a search needs, in memory, built from chunk records.
 
 Chunks are grouped contiguously per notebook (notebook ``n`` owns rows ``start:end``), so a
-notebook's chunks are one slice of every per-chunk array and one fragment file in the shard.
-Per chunk: BM25 terms (``cellar.retrieval.analysis``) in a score matrix (``cellar.retrieval.bm25``), an int8 embedding
-with one float32 scale per row (``cellar.retrieval.embedding``), and its notebook, cell, output and kind as
-small integer arrays that the query path filters and groups with NumPy alone.
+notebook's chunks are one slice of every per-chunk array and one container in the shard. Per
+chunk: BM25 terms (``cellar.retrieval.analysis``) in a score matrix (``cellar.retrieval.bm25``),
+an int8 embedding with one float32 scale per row (``cellar.retrieval.embedding``), and its
+notebook, cell, output and kind as small integer arrays that the query path filters and groups
+with NumPy alone. The chunk records stay packed in their notebook's container until a search
+needs them: a large archive's build holds compact arrays, not millions of dicts.
 
 ``build_index`` is pure (records in, an Index out); ``build_index_from_directory`` is the edge
 that reads files, reports the bad ones and goes on.
@@ -14,25 +16,24 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
-from pathlib import PurePath, PurePosixPath
+from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from cellar.records import KINDS, STATUSES, ChunkRecord, NotebookEntry
+from cellar.records import STATUSES, ChunkRecord, NotebookEntry
 from cellar.retrieval.analysis import Analyzer, AnalyzerSettings
 from cellar.retrieval.bm25 import BM25
 from cellar.retrieval.embedding import StaticModel, quantise_rows
-from cellar.retrieval.incremental import Render
+from cellar.retrieval.incremental import Part, Render, make_part
+from cellar.retrieval.packing import container_records
 
 if TYPE_CHECKING:  # chunking is imported where files are read: the query path does not need it
     from cellar.ingest.chunks import Chunked
-    from cellar.retrieval.incremental import Part
-
-NOTEBOOK_META = ("project", "author", "year", "vessel_class", "tags", "deprecated")
 
 # Files below an archive's root that describe or serve the archive rather than belong to it,
 # as patterns on the path relative to the root (``/`` separators; ``*`` also crosses folders):
@@ -47,8 +48,8 @@ Progress = Callable[[int, int, str], None]
 @dataclass
 class Index:
     """A searchable index. ``notebooks[n]`` is the NotebookEntry of notebook ``n`` (its chunks are
-    rows ``start:end``). ``chunks`` holds the chunk records in row order, or is None when they
-    stay in the shard's fragment files until needed."""
+    rows ``start:end``) and ``containers[n]`` its container (``cellar.retrieval.packing``: the
+    chunk records and their vectors, compressed, as the shard stores them)."""
 
     notebooks: list[NotebookEntry]
     bm25: BM25
@@ -61,7 +62,7 @@ class Index:
     analyzer: AnalyzerSettings
     model_id: str
     model_sha256: str
-    chunks: list[ChunkRecord] | None = None
+    containers: list[bytes]
     calibration: dict[str, Any] = field(default_factory=dict)
     _dense: np.ndarray | None = field(default=None, init=False, repr=False)
 
@@ -76,11 +77,8 @@ class Index:
         return self._dense
 
     def notebook_chunks(self, n: int) -> list[ChunkRecord]:
-        """The chunk records of notebook ``n`` (only when the index holds them)."""
-        if self.chunks is None:
-            raise ValueError("this index keeps its chunk records in shard fragments")
-        entry = self.notebooks[n]
-        return self.chunks[entry["start"] : entry["end"]]
+        """The chunk records of notebook ``n``, unpacked from its container."""
+        return container_records(self.containers[n])
 
 
 def build_index(
@@ -104,119 +102,67 @@ def build_index(
     for record in records:
         # Records follow the chunk record contract (nothing checks them at run time).
         groups.setdefault(record["path"], []).append(cast(ChunkRecord, dict(record)))
-    rows = [record for path in sorted(groups) for record in groups[path]]
-    if not rows:
-        raise ValueError("nothing to index: no chunk records")
-    renders = renders or {}
-    bad = {path: render.status for path, render in renders.items() if render.status not in STATUSES}
-    if bad:
-        raise ValueError(f"unknown status(es) {bad}; choose from {list(STATUSES)}")
-    notebooks, start = [], 0
-    for path in sorted(groups):
-        group = groups[path]
-        notebooks.append(_notebook_entry(path, group, start, cell_counts, renders.get(path, Render()), titles))
-        start += len(group)
     report = progress or (lambda done, total, what: None)
     analyse = Analyzer(settings).terms
-    terms = []
-    for number, record in enumerate(rows):
-        terms.append(analyse(record["text"]))
-        if number % 500 == 0:
-            report(number, len(rows), "analysing")
-    report(len(rows), len(rows), "analysing")
-    batch = 1000
-    embedded = []
-    for first in range(0, len(rows), batch):
-        embedded.append(model.encode([record["text"] for record in rows[first : first + batch]]))
-        report(min(first + batch, len(rows)), len(rows), "embedding")
-    return _assemble(rows, notebooks, terms, np.concatenate(embedded), model, settings, k1, b)
-
-
-def _assemble(
-    rows: list[ChunkRecord],
-    notebooks: list[NotebookEntry],
-    terms: list[list[str]],
-    embeddings: np.ndarray,
-    model: StaticModel,
-    settings: AnalyzerSettings,
-    k1: float,
-    b: float,
-) -> Index:
-    """The Index of chunk rows (grouped by notebook, in path order) and their terms and float32
-    embeddings, however these were made."""
-    bm25 = BM25.build(terms, k1=k1, b=b)
-    vectors, scales = quantise_rows(embeddings)
-    owner = np.repeat(np.arange(len(notebooks), dtype=np.int32), [nb["end"] - nb["start"] for nb in notebooks])
-    return Index(
-        notebooks=notebooks,
-        bm25=bm25,
-        vectors=vectors,
-        scales=scales,
-        chunk_notebook=owner,
-        chunk_cell=np.array([_or_minus(r["cell"]) for r in rows], dtype=np.int32),
-        chunk_output=np.array([_or_minus(r["output"]) for r in rows], dtype=np.int32),
-        chunk_kind=np.array([KINDS.index(r["kind"]) for r in rows], dtype=np.uint8),
-        analyzer=settings,
-        model_id=model.id,
-        model_sha256=model.sha256,
-        chunks=rows,
-    )
+    parts = []
+    for number, path in enumerate(sorted(groups)):
+        group = groups[path]
+        vectors, scales = quantise_rows(model.encode([record["text"] for record in group]))
+        terms = [analyse(record["text"]) for record in group]
+        part = make_part(
+            path, "", group, terms, vectors, scales, (cell_counts or {}).get(path), (titles or {}).get(path)
+        )
+        render = (renders or {}).get(path)
+        part.render = (render.status, render.reason, render.rendered) if render else None
+        parts.append(part)
+        report(number + 1, len(groups), "embedding")
+    return index_from_parts(parts, model, settings, k1=k1, b=b)
 
 
 def index_from_parts(
     parts: Iterable[Part], model: StaticModel, analyzer: AnalyzerSettings, *, k1: float = 1.2, b: float = 0.75
 ) -> Index:
-    """The Index of prepared parts (``cellar.retrieval.incremental``): the same, byte for byte,
-    as ``build_index`` of their records, as terms and embeddings are per chunk."""
-    chosen = sorted((part for part in parts if part.error is None and part.records), key=lambda part: part.path)
+    """The Index of prepared parts (``cellar.retrieval.incremental``), in path order: the same,
+    byte for byte, however the parts were made (cold, cached, in whatever process), as every
+    part's terms and vectors are its own chunks'."""
+    chosen = sorted((part for part in parts if part.error is None and part.n_chunks), key=lambda part: part.path)
     if not chosen:
         raise ValueError("nothing to index: no chunk records")
-    rows: list[ChunkRecord] = []
-    terms: list[list[str]] = []
     notebooks: list[NotebookEntry] = []
+    start = 0
     for part in chosen:
         render = Render(*part.render) if part.render else Render()
         if render.status not in STATUSES:
-            raise ValueError(f"unknown status {render.status!r}; choose from {list(STATUSES)}")
-        counts = {part.path: part.cell_count} if part.cell_count is not None else None
-        titles = {part.path: part.title} if part.title else None
-        notebooks.append(_notebook_entry(part.path, part.records, len(rows), counts, render, titles))
-        rows += part.records
-        terms += part.terms
-    embeddings = np.concatenate([part.embeddings for part in chosen])
-    return _assemble(rows, notebooks, terms, embeddings, model, analyzer, k1, b)
-
-
-def _or_minus(value: int | None) -> int:
-    return -1 if value is None else value
-
-
-def _notebook_entry(
-    path: str,
-    group: Sequence[Mapping[str, Any]],
-    start: int,
-    cell_counts: Mapping[str, int] | None,
-    render: Render,
-    titles: Mapping[str, str] | None,
-) -> NotebookEntry:
-    revisions = {record["revision"] for record in group}
-    if len(revisions) != 1:
-        raise ValueError(f"{path}: chunk records from {len(revisions)} revisions")
-    first_meta = group[0].get("meta", {})
-    cells = [record["cell"] for record in group if record["cell"] is not None]
-    heading = next((r["meta"]["headings"][0] for r in group if r.get("meta", {}).get("headings")), None)
-    return {
-        "path": path,
-        "revision": revisions.pop(),
-        "title": (titles or {}).get(path) or heading or PurePosixPath(path).stem,
-        "meta": {key: first_meta[key] for key in NOTEBOOK_META if key in first_meta},
-        "status": render.status,
-        "reason": render.reason,
-        "rendered": render.rendered,
-        "start": start,
-        "end": start + len(group),
-        "cells": (cell_counts or {}).get(path, max(cells) + 1 if cells else 0),
-    }
+            raise ValueError(f"{part.path}: unknown status {render.status!r}; choose from {list(STATUSES)}")
+        notebooks.append(
+            {
+                "path": part.path,
+                "revision": part.notebook["revision"],
+                "title": part.notebook["title"],
+                "meta": part.notebook["meta"],
+                "status": render.status,
+                "reason": render.reason,
+                "rendered": render.rendered,
+                "start": start,
+                "end": start + part.n_chunks,
+                "cells": part.notebook["cells"],
+            }
+        )
+        start += part.n_chunks
+    return Index(
+        notebooks=notebooks,
+        bm25=BM25.build([terms for part in chosen for terms in part.terms], k1=k1, b=b),
+        vectors=np.concatenate([part.vectors for part in chosen]),
+        scales=np.concatenate([part.scales for part in chosen]),
+        chunk_notebook=np.repeat(np.arange(len(chosen), dtype=np.int32), [part.n_chunks for part in chosen]),
+        chunk_cell=np.concatenate([part.cells for part in chosen]),
+        chunk_output=np.concatenate([part.outputs for part in chosen]),
+        chunk_kind=np.concatenate([part.kinds for part in chosen]),
+        analyzer=analyzer,
+        model_id=model.id,
+        model_sha256=model.sha256,
+        containers=[part.container for part in chosen],
+    )
 
 
 @dataclass(frozen=True)
@@ -305,7 +251,7 @@ def build_index_from_directory(
         task = _task(path, data, pipeline, report_entries, rerendered, task_key)
         cached = store.get(task.key) if store is not None else None
         if cached is not None and cached.path == path:
-            parts[number] = cached
+            parts[number] = _shared_terms(cached)
             reused.append(path)
         elif cached is not None and cached.error is None:
             moves.append((number, task, cached))
@@ -324,7 +270,7 @@ def build_index_from_directory(
     def finished(batch: list[Part]) -> None:
         nonlocal done
         for part in batch:
-            parts[numbers[part.path]] = part
+            parts[numbers[part.path]] = _shared_terms(part)
             if store is not None:
                 store.put(part)
         done += len(batch)
@@ -359,6 +305,13 @@ def build_index_from_directory(
     moved = sorted(task.path for _, task, _ in moves)
     redone = sorted(task.path for _, task in todo)
     return DirectoryBuild(index, len(files) - skipped, skipped, problems, sorted(reused), moved, redone, removed)
+
+
+def _shared_terms(part: Part) -> Part:
+    """The part with its terms interned: a term is one string however many chunks hold it (the
+    parts of a large archive come from worker processes or the cache, each with its own copies)."""
+    part.terms = [list(map(sys.intern, terms)) for terms in part.terms]
+    return part
 
 
 def _task(
