@@ -98,3 +98,46 @@ def screenshot(page) -> callable:
         return path
 
     return take
+
+
+# -- what search tests share ------------------------------------------------------------------
+
+
+def site_around(site: Path, into: Path) -> Path:
+    """`into` (holding a shard, maybe an archive) made a site by linking everything else from `site`."""
+    for entry in site.iterdir():
+        if not (into / entry.name).exists():
+            (into / entry.name).symlink_to(entry)
+    return into
+
+
+def shard_file_name(url: str) -> str | None:
+    """The shard file a request asks for (None: not a shard file)."""
+    return url.split("/shard/", 1)[1] if "/shard/" in url else None
+
+
+def answer_contract(answer: dict) -> dict:
+    """An answer without what only the page or the moment adds (timings, marks, rendered tables,
+    the closest notebooks of a refusal): what the page and CPython must agree on."""
+
+    def strip(items: list[dict]) -> list[dict]:
+        return [{k: v for k, v in item.items() if k not in ("marks", "table")} for item in items]
+
+    notebooks = [
+        {**nb, "hits": strip(nb["hits"]), "neighbourhood": strip(nb["neighbourhood"])} for nb in answer["notebooks"]
+    ]
+    return {**{k: v for k, v in answer.items() if k not in ("timings_ms", "closest")}, "notebooks": notebooks}
+
+
+def expected_fetches(searcher, query: str, k: int) -> set[str]:
+    """The shard files a question needs, by CPython's reckoning: the postings partitions of its
+    terms, the clusters its vector probes and the containers of its top ``k`` notebooks."""
+    from cellar.retrieval.search import NUMBER_IN_TEXT
+
+    shard, analyzer = searcher.source.shard, searcher.analyzer
+    terms = {*analyzer.query_terms(query), *(t for n in NUMBER_IN_TEXT.findall(query) for t in analyzer.terms(n))}
+    return {
+        *shard.partition_names(terms),
+        *(shard.cluster_name(c) for c in shard.probe(searcher.model.encode([query])[0])),
+        *(shard.container_name(n) for n, _, _ in searcher.rank(query, k=k).notebooks),
+    }

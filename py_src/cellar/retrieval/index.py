@@ -63,6 +63,7 @@ class Index:
     model_id: str
     model_sha256: str
     containers: list[bytes]
+    pseudo_questions: np.ndarray  # float32 (n, dims): question-like vectors (``pseudo_questions``)
     calibration: dict[str, Any] = field(default_factory=dict)
     _dense: np.ndarray | None = field(default=None, init=False, repr=False)
 
@@ -152,6 +153,7 @@ def index_from_parts(
     return Index(
         notebooks=notebooks,
         bm25=BM25.build([terms for part in chosen for terms in part.terms], k1=k1, b=b),
+        pseudo_questions=pseudo_questions(chosen, model),
         vectors=np.concatenate([part.vectors for part in chosen]),
         scales=np.concatenate([part.scales for part in chosen]),
         chunk_notebook=np.repeat(np.arange(len(chosen), dtype=np.int32), [part.n_chunks for part in chosen]),
@@ -292,6 +294,10 @@ def build_index_from_directory(
             settings=settings.to_dict(),
             model_dir=model_dir,
         )
+        del work
+    moved = sorted(task.path for _, task, _ in moves)
+    redone = sorted(task.path for _, task in todo)
+    del todo, tasks, moves  # the files' bytes: a large archive's would stay in memory to the end
     ordered = [parts[number] for number in sorted(parts)]
     problems: list[str] = []
     for part in ordered:
@@ -302,9 +308,33 @@ def build_index_from_directory(
     if store is not None:
         store.finish(current)
     skipped = sum(part.error is not None for part in ordered)
-    moved = sorted(task.path for _, task, _ in moves)
-    redone = sorted(task.path for _, task in todo)
     return DirectoryBuild(index, len(files) - skipped, skipped, problems, sorted(reused), moved, redone, removed)
+
+
+PSEUDO_QUESTIONS = 200  # how many; and how many words each
+PSEUDO_WORDS = 6
+
+
+def pseudo_questions(parts: Sequence[Part], model: StaticModel, seed: int = 0) -> np.ndarray:
+    """Question-like vectors, to choose how many IVF clusters a query must probe (cellar.retrieval.ivf):
+    six-word windows of chunks drawn at random (the same for the same parts), embedded as a
+    question is. A chunk's own vector is no stand-in for a question: in an archive of near-copies
+    its 50 nearest rows are its copies, in its own cluster, while a question's are spread wide
+    (on the 41,000-notebook synthetic archive, own vectors asked for 1 cluster where the dev
+    questions needed 26; windows asked for 29)."""
+    rng = np.random.default_rng(seed)
+    sizes = np.array([part.n_chunks for part in parts])
+    rows = np.sort(rng.choice(int(sizes.sum()), min(PSEUDO_QUESTIONS, int(sizes.sum())), replace=False))
+    owners = np.searchsorted(np.cumsum(sizes), rows, side="right")
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    texts = []
+    for owner in np.unique(owners):
+        records = container_records(parts[owner].container)
+        for row in rows[owners == owner]:
+            words = records[row - starts[owner]]["text"].split()
+            first = int(rng.integers(max(1, len(words) - PSEUDO_WORDS + 1)))
+            texts.append(" ".join(words[first : first + PSEUDO_WORDS]))
+    return model.encode(texts) if texts else np.zeros((0, model.dims), dtype=np.float32)
 
 
 def _shared_terms(part: Part) -> Part:

@@ -154,7 +154,7 @@ def shard_files(
     k = clusters or cluster_count(index.n_chunks)
     centroids = kmeans(dense, k)
     assign = nearest_centroid(dense, centroids)
-    nprobe, recall = choose_nprobe(dense, centroids, assign)
+    nprobe, recall = choose_nprobe(dense, centroids, assign, index.pseudo_questions)
     cluster_files = []
     for c in range(k):
         rows = np.flatnonzero(assign == c).astype(np.int32)
@@ -493,6 +493,11 @@ class Shard:
             self._cache[name] = (meta, arrays)
         return self._cache[name]
 
+    def _forget(self) -> None:
+        """Let go of every file read so far (they are read and checked again when needed)."""
+        for kept in (self._cache, self._postings, self._parsed, self._clusters, self._containers):
+            kept.clear()
+
     def require(self, names: Iterable[str]) -> None:
         """Raise NeedFiles naming those of ``names`` that cannot be read yet (see the class)."""
         if self._present is None:
@@ -511,13 +516,18 @@ class Shard:
             )
 
     def check_all(self) -> None:
-        """Read and check every file the manifest lists (the writer's check)."""
+        """Read and check every file the manifest lists (the writer's check), one at a time:
+        what was read is let go at once, so checking a large archive's shard takes the memory
+        of its largest file, not of all of them."""
         for name in self.lexical_files:
             self._partition(name)
+            self._forget()
         for c in range(len(self.cluster_files)):
             self.cluster(c)
+            self._forget()
         for n in range(len(self.notebooks)):
             self.container(n)
+            self._forget()
         listed = {*self.lexical_files, *self.cluster_files, *self.containers, self.manifest["dense"]["centroids"]}
         if listed != set(self.manifest["files"]):
             raise ShardError(
