@@ -129,15 +129,24 @@ def answer_contract(answer: dict) -> dict:
     return {**{k: v for k, v in answer.items() if k not in ("timings_ms", "closest")}, "notebooks": notebooks}
 
 
-def expected_fetches(searcher, query: str, k: int) -> set[str]:
-    """The shard files a question needs, by CPython's reckoning: the postings partitions of its
-    terms, the clusters its vector probes and the containers of its top ``k`` notebooks."""
-    from cellar.retrieval.search import NUMBER_IN_TEXT
+def expected_fetches(shard_dir: Path, model, query: str, k: int) -> set[str]:
+    """The shard files a question needs from a cold shard: those CPython reads to answer it (the
+    postings partitions of its terms and of a Dutch question's English reading, the clusters its
+    vector probes, the containers of the notebooks it shows), and the containers of all its top
+    ``k`` notebooks, which the page fetches in one round before the refusal is judged (a refused
+    question shows only the closest). The page must fetch these, and nothing else."""
+    from cellar.retrieval.search import Searcher
+    from cellar.retrieval.shard import Shard
 
-    shard, analyzer = searcher.source.shard, searcher.analyzer
-    terms = {*analyzer.query_terms(query), *(t for n in NUMBER_IN_TEXT.findall(query) for t in analyzer.terms(n))}
-    return {
-        *shard.partition_names(terms),
-        *(shard.cluster_name(c) for c in shard.probe(searcher.model.encode([query])[0])),
-        *(shard.container_name(n) for n, _, _ in searcher.rank(query, k=k).notebooks),
-    }
+    read: list[str] = []
+
+    def reader(name: str) -> bytes:
+        read.append(name)
+        return (shard_dir / name).read_bytes()
+
+    shard = Shard(reader, "counted")
+    opened = set(read)
+    searcher = Searcher(shard, model)
+    searcher.search(query, k=k)
+    top = {shard.container_name(n) for n, _, _ in searcher.rank(query, k=k).notebooks}
+    return (set(read) - opened) | top

@@ -251,9 +251,9 @@ def test_a_question_fetches_only_its_partitions_its_clusters_and_the_top_noteboo
     assert set(requested) == {"manifest.json", *shard.manifest["boot"]}  # the page reads the manifest too
     requested.clear()
     answer = page.evaluate("q => window.cellar.search(q, {k: 3})", BALLAST)
-    expected = expected_fetches(cpython_searcher, BALLAST, k=3)
+    expected = expected_fetches(Path(shard.source), cpython_searcher.model, BALLAST, k=3)
     assert sorted(requested) == sorted(expected)
-    assert len(requested) < len(shard.manifest["files"]) / 2
+    assert len(requested) < len(shard.manifest["files"])  # a large archive's share: test_large_archive.py
     assert [nb["path"] for nb in answer["notebooks"]][0] == BALLAST_NOTEBOOK
     requested.clear()
     page.evaluate("q => window.cellar.search(q, {k: 3})", BALLAST)
