@@ -84,6 +84,7 @@ client.open().then(
       box.closest(".choice").hidden = !facts.kinds[kind];
       box.nextElementSibling.textContent = `${kind} (${facts.kinds[kind] ?? 0})`;
     }
+    showFilters(facts);
     document.body.dataset.searchReady = "true";
     if (!$("query").value.trim()) keepOffline();  // else after the first result, not competing with it
   },
@@ -97,27 +98,25 @@ client.manifest.then((manifest) => {
   $("kinds").append(...manifest.kinds.map((kind) => element("div", { className: "choice" },
     element("input", { type: "checkbox", id: `kind-${kind}`, value: kind }),
     element("label", { htmlFor: `kind-${kind}`, textContent: kind }))));
-  const metas = manifest.notebooks.map((entry) => entry.meta ?? {});
-  const years = metas.map((meta) => meta.year).filter(Number.isInteger);
+}, (error) => failed(`The index could not be read: ${error.message}`));
+
+// The year range and the projects, from the notebook table that Python opened (a boot file of
+// the shard: the manifest stays small however large the archive).
+function showFilters({ years, projects }) {
   for (const id of ["year-from", "year-to"]) {
     const input = $(id);
-    input.closest(".filter").hidden = !years.length;
-    if (years.length) Object.assign(input, { min: Math.min(...years), max: Math.max(...years) });
+    input.closest(".filter").hidden = !years;
+    if (years) Object.assign(input, { min: years[0], max: years[1] });
   }
-  $("year-from").placeholder = years.length ? String(Math.min(...years)) : "";
-  $("year-to").placeholder = years.length ? String(Math.max(...years)) : "";
-  const projects = new Map();
-  manifest.notebooks.forEach((entry) => {
-    const project = entry.meta?.project;
-    if (project) projects.set(project, [...(projects.get(project) ?? []), entry.title]);
-  });
-  $("project").closest(".filter").hidden = !projects.size;
-  $("project").append(...[...projects.keys()].sort().map((project) => element("option", {
-    value: project, textContent: `${project} (${projects.get(project)[0]})`,
+  $("year-from").placeholder = years ? String(years[0]) : "";
+  $("year-to").placeholder = years ? String(years[1]) : "";
+  $("project").closest(".filter").hidden = !projects.length;
+  $("project").append(...projects.map(([project, title]) => element("option", {
+    value: project, textContent: `${project} (${title})`,
   })));
   const wanted = new URLSearchParams(location.search).get("project");
-  if (wanted && projects.has(wanted)) $("project").value = wanted;
-}, (error) => failed(`The index could not be read: ${error.message}`));
+  if (wanted && projects.some(([project]) => project === wanted)) $("project").value = wanted;
+}
 
 function options() {
   const year = (id) => ($(id).value.trim() === "" ? null : Number($(id).value));

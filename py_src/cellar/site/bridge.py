@@ -162,13 +162,21 @@ def _opened(shard_dir: str) -> tuple[Any, Any]:
 
 def search_open(shard_dir: str) -> dict[str, Any]:
     """Open the shard in `shard_dir` (only its manifest and boot files need be there: `search` asks
-    for the rest); what the page's filters can offer."""
+    for the rest); its size, and what the page's filters can offer: the chunk kinds with their
+    counts, the range of years, and the projects (each with its first notebook's title)."""
     searcher, shard = _opened(shard_dir)
+    years = [nb["meta"]["year"] for nb in shard.notebooks if isinstance(nb["meta"].get("year"), int)]
+    projects: dict[str, str] = {}  # project -> the title of its first notebook, to tell projects apart
+    for nb in shard.notebooks:
+        if nb["meta"].get("project"):
+            projects.setdefault(nb["meta"]["project"], nb["title"])
     return {
         "notebooks": len(shard.notebooks),
         "chunks": shard.n_chunks,
         "kinds": dict(shard.manifest["counts"]["kinds"]),
         "model": searcher.model.id,
+        "years": [min(years), max(years)] if years else None,
+        "projects": sorted(projects.items()),
     }
 
 
