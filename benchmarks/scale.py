@@ -2,6 +2,7 @@
 1% change, peak memory, and Dask against the local process pool.
 
     nice .venv/bin/python benchmarks/scale.py [--notebooks N] [--templates DIR] [--workers N] [--no-dask]
+        [--rerender N] [--no-index]
 
 Defaults: 2,000 notebooks (the issue's target is 41,000: pass --notebooks 41000), templates the
 demo archive plus ../shared/corpus when it is there, the machine's cores. Everything is written
@@ -14,7 +15,10 @@ Steps: `cellar synth`; a cold build (--no-cache); the same build filling the cac
 --mutate 0.01`; the incremental build from the cache; a cold build of the mutated archive, whose
 shard must equal the incremental one byte for byte and give the same answers to the demo gold
 questions; the cold build on a Dask LocalCluster of as many workers (unless --no-dask), whose shard
-must equal the local one. Prints a table of figures and ratios.
+must equal the local one. With --rerender N, first: a cold `cellar rerender` of a synthetic
+archive of N notebooks with the site's Pyodide (as many workers), then the re-render after `synth
+--mutate 0.01` (what it reused and redid); --no-index stops there. Prints a table of figures and
+ratios.
 """
 
 from __future__ import annotations
@@ -90,6 +94,10 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--no-dask", action="store_true")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--rerender", type=int, default=0, metavar="N", help="re-render a synthetic sample of N notebooks"
+    )
+    parser.add_argument("--no-index", action="store_true", help="skip the index builds (with --rerender)")
     args = parser.parse_args()
     work = ROOT / "build" / "bench-scale" / str(args.notebooks)
     shutil.rmtree(work, ignore_errors=True)
@@ -106,6 +114,10 @@ def main() -> None:
     rows.append(("synth", f"{args.notebooks:,} notebooks, {size / 1e6:,.0f} MB in {seconds:.1f} s "
                  f"({args.notebooks / seconds * 60:,.0f}/min)"))  # fmt: skip
 
+    if args.rerender:
+        rerender_sample(work, args, rows)
+    if args.no_index:
+        return
     cold, err = cellar("index", str(archive), "--out", str(work / "cold" / "shard"), "--no-cache", *workers)
     rows.append(("cold index (local pool)", f"{cold:.1f} s, {args.notebooks / cold:.1f} notebooks/s; "
                  + line(err, "cellar index: ", " files read").split("; ", 1)[-1].split("; shard")[0]))  # fmt: skip
@@ -140,6 +152,24 @@ def main() -> None:
         equal = same_shard((work / "dask" / "shard").resolve(), (work / "recold" / "shard").resolve())
         rows.append(("cold index on a Dask LocalCluster", f"{on_dask:.1f} s = {on_dask / recold:.2f}x the local pool "
                      f"({recold:.1f} s), cluster start included; shard {'equal' if equal else 'DIFFERS'}"))  # fmt: skip
+
+
+def rerender_sample(work: Path, args: argparse.Namespace, rows: Rows) -> None:
+    """Cold re-render of a synthetic archive of ``args.rerender`` notebooks with the site's Pyodide
+    (``--workers``), then the re-render after ``synth --mutate 0.01``: what it reused and redid."""
+    sample = work / "rerender-archive"
+    synth = ["synth", "--notebooks", str(args.rerender), "--out", str(sample), "--seed", str(args.seed)]
+    cellar(*synth, *(["--templates", args.templates] if args.templates else []))
+    out, site = work / "rerendered", str(ROOT / "site")
+    workers = ["--workers", str(args.workers), "--site", site]
+    cold, err = cellar("rerender", str(sample), "--out", str(out), *workers)
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    rows.append((f"cold re-render, {args.rerender:,} notebooks", f"{cold:.1f} s, {args.rerender / cold * 60:.1f} "
+                 f"notebooks/min with {args.workers} workers; {report['counts']}"))  # fmt: skip
+    cellar("synth", "--mutate", "0.01", str(sample))
+    again, err = cellar("rerender", str(sample), "--out", str(out), *workers)
+    rows.append(("re-render after --mutate 0.01", f"{again:.1f} s = {again / cold:.1%} of the cold re-render; "
+                 + line(err, "cellar rerender: ", "reused").removeprefix("cellar rerender: ")))  # fmt: skip
 
 
 if __name__ == "__main__":
