@@ -4,7 +4,12 @@ or a Dask cluster; whatever the route, the shard is the same, byte for byte, as 
 from __future__ import annotations
 
 import io
+import json
+import os
 import shutil
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -152,6 +157,36 @@ def test_dask_shard_is_the_local_one(archive):
     pytest.importorskip("distributed", reason="Dask is an optional extra: pip install 'cellar[dask]'")
     on_dask = build_index_from_directory(archive, MODEL, scheduler="dask", workers=2)
     assert shard_files(on_dask.index) == _cold(archive)
+
+
+def test_an_existing_dask_cluster_gives_the_local_shard(archive, tmp_path):
+    """`--scheduler tcp://HOST:PORT`: a scheduler and a worker started as a user would start them
+    (`dask scheduler`, `dask worker`, processes of their own), the shard the local one."""
+    pytest.importorskip("distributed", reason="Dask is an optional extra: pip install 'cellar[dask]'")
+    dask = Path(sys.executable).with_name("dask")
+    address = tmp_path / "scheduler.json"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}  # the worker imports this cellar
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "env": env}
+    scheduler_process = subprocess.Popen(
+        [dask, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file", address],
+        **quiet,
+    )
+    worker_process = None
+    try:
+        deadline = time.monotonic() + 60
+        while not address.is_file() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        url = json.loads(address.read_text())["address"]
+        worker_process = subprocess.Popen(
+            [dask, "worker", url, "--nworkers", "1", "--nthreads", "1", "--no-dashboard"], **quiet
+        )
+        built = build_index_from_directory(archive, MODEL, scheduler=url, workers=1)
+        assert shard_files(built.index) == _cold(archive)
+    finally:
+        for process in (worker_process, scheduler_process):
+            if process is not None:
+                process.terminate()
+                process.wait(timeout=30)
 
 
 def test_an_unreachable_dask_scheduler_is_a_clear_error(archive, monkeypatch):
