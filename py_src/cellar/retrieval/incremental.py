@@ -49,6 +49,7 @@ _PACKAGE = Path(__file__).resolve().parents[1]
 PIPELINE_SOURCES = (
     "records.py",
     "ingest/*.py",
+    "ingest/documents/*.py",
     "rerender/report.py",
     "retrieval/analysis.py",
     "retrieval/embedding.py",
@@ -154,6 +155,8 @@ def prepare(
     part.problems = [str(warning.message) for warning in caught] + part.problems
     part.records = [chunk.record() for chunk in chunked.chunks]
     source = chunked.source
+    if isinstance(source, str) and chunked.title:
+        part.title = chunked.title
     if chunked.chunks and not isinstance(source, str):
         part.cell_count = len(source.cells)
         title = source.metadata.get("title")
