@@ -57,6 +57,7 @@ class NotebookEntry(TypedDict):
     start: int
     end: int
     cells: int
+    entry: NotRequired[str]  # a record's id: each note of a records file is an entry of its own
 
 
 class Hit(TypedDict):
@@ -68,6 +69,8 @@ class Hit(TypedDict):
     quote: str
     start: int
     end: int
+    source: NotRequired[str]  # a document's: document | clauses | records (absent: a notebook)
+    citation: NotRequired[str]  # a document block's path: `NEN 3140:2018 §6.3.2 b`, a note's id
 
 
 class NeighbourhoodEntry(TypedDict):

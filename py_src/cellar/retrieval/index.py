@@ -32,7 +32,9 @@ if TYPE_CHECKING:  # chunking is imported where files are read: the query path d
     from cellar.ingest.chunks import Chunked
     from cellar.retrieval.incremental import Part
 
-NOTEBOOK_META = ("project", "author", "year", "vessel_class", "tags", "deprecated")
+# An entry's catalogue: a notebook's metadata; a document's source kind (document, clauses,
+# records: absent for a notebook) and a record's structured fields, which the filters read.
+NOTEBOOK_META = ("project", "author", "year", "vessel_class", "tags", "deprecated", "source", "fields")
 
 # Files below an archive's root that describe or serve the archive rather than belong to it,
 # as patterns on the path relative to the root (``/`` separators; ``*`` also crosses folders):
@@ -113,9 +115,9 @@ def build_index(
         raise ValueError(f"unknown status(es) {bad}; choose from {list(STATUSES)}")
     notebooks, start = [], 0
     for path in sorted(groups):
-        group = groups[path]
-        notebooks.append(_notebook_entry(path, group, start, cell_counts, renders.get(path, Render()), titles))
-        start += len(group)
+        for group in entry_groups(groups[path]):
+            notebooks.append(_notebook_entry(path, group, start, cell_counts, renders.get(path, Render()), titles))
+            start += len(group)
     report = progress or (lambda done, total, what: None)
     analyse = Analyzer(settings).terms
     terms = []
@@ -180,11 +182,27 @@ def index_from_parts(
             raise ValueError(f"unknown status {render.status!r}; choose from {list(STATUSES)}")
         counts = {part.path: part.cell_count} if part.cell_count is not None else None
         titles = {part.path: part.title} if part.title else None
-        notebooks.append(_notebook_entry(part.path, part.records, len(rows), counts, render, titles))
-        rows += part.records
+        for group in entry_groups(part.records):
+            notebooks.append(_notebook_entry(part.path, group, len(rows), counts, render, titles))
+            rows += group
         terms += part.terms
     embeddings = np.concatenate([part.embeddings for part in chosen])
     return _assemble(rows, notebooks, terms, embeddings, model, analyzer, k1, b)
+
+
+def entry_groups(records: Sequence[ChunkRecord]) -> list[list[ChunkRecord]]:
+    """A file's records cut into index entries, in order: one for a notebook or a document, one
+    per note of a records file (its chunks carry ``meta.entry``, the note id), so that each note
+    has its own row in the notebooks table, with its fields as entry-level metadata."""
+    groups: list[list[ChunkRecord]] = []
+    current: object = None
+    for record in records:
+        entry = record.get("meta", {}).get("entry")
+        if not groups or entry != current:
+            groups.append([])
+            current = entry
+        groups[-1].append(record)
+    return groups
 
 
 def _or_minus(value: int | None) -> int:
@@ -205,10 +223,12 @@ def _notebook_entry(
     first_meta = group[0].get("meta", {})
     cells = [record["cell"] for record in group if record["cell"] is not None]
     heading = next((r["meta"]["headings"][0] for r in group if r.get("meta", {}).get("headings")), None)
-    return {
+    entry = first_meta.get("entry")
+    title = f"{first_meta.get('citation', entry)}" if entry else None
+    result: NotebookEntry = {
         "path": path,
         "revision": revisions.pop(),
-        "title": (titles or {}).get(path) or heading or PurePosixPath(path).stem,
+        "title": title or (titles or {}).get(path) or heading or PurePosixPath(path).stem,
         "meta": {key: first_meta[key] for key in NOTEBOOK_META if key in first_meta},
         "status": render.status,
         "reason": render.reason,
@@ -217,6 +237,9 @@ def _notebook_entry(
         "end": start + len(group),
         "cells": (cell_counts or {}).get(path, max(cells) + 1 if cells else 0),
     }
+    if entry:
+        result["entry"] = entry
+    return result
 
 
 @dataclass(frozen=True)

@@ -76,6 +76,7 @@ HITS_PER_NOTEBOOK = 5
 NEIGHBOUR_CELLS = 2  # cells after the best hit's cell
 TEXT_LIMIT = 1200  # characters of a neighbourhood entry
 MODES = ("bm25", "dense", "hybrid")
+SOURCES = ("notebook", "document", "clauses", "records")  # what an index entry is (meta.source)
 TRANSLATION_WEIGHT = 0.5  # BM25 weight of a Dutch word's English translations (bilingual.Reading)
 # The values calibrated on ../shared/gold/dev.jsonl (52 answerable, 8 out-of-scope questions over
 # 221 public notebooks), used until `cellar index --calibrate GOLD` fits them to an archive.
@@ -100,11 +101,16 @@ class Filters:
     path_prefix: str | None = None
     kinds: tuple[str, ...] = ()
     include_deprecated: bool = False
+    sources: tuple[str, ...] = ()  # notebook, document, clauses, records (all when empty)
+    fields: tuple[tuple[str, str], ...] = ()  # a record's structured fields, e.g. (("machine", "T2-0457"),)
 
     def __post_init__(self) -> None:
         unknown = [kind for kind in self.kinds if kind not in KINDS]
         if unknown:
             raise ValueError(f"unknown chunk kind(s) {unknown}; choose from {list(KINDS)}")
+        strange = [source for source in self.sources if source not in SOURCES]
+        if strange:
+            raise ValueError(f"unknown source(s) {strange}; choose from {list(SOURCES)}")
 
     def notebook_allowed(self, entry: Mapping[str, Any]) -> bool:
         meta = entry["meta"]
@@ -118,6 +124,11 @@ class Filters:
         if self.year_to is not None and year > self.year_to:
             return False
         if self.project is not None and meta.get("project") != self.project:
+            return False
+        if self.sources and meta.get("source", "notebook") not in self.sources:
+            return False
+        fields = meta.get("fields") or {}
+        if any(fields.get(key) != value for key, value in self.fields):
             return False
         return self.path_prefix is None or entry["path"].startswith(self.path_prefix)
 
@@ -501,6 +512,11 @@ class Searcher:
                 "output": record["output"], "score": round(chunk_score, 6), "quote": record["quote"],
                 "start": record["start"], "end": record["end"],
             }  # fmt: skip
+            facts = record.get("meta", {})
+            if "source" in facts:
+                hit["source"] = facts["source"]
+            if "citation" in facts:
+                hit["citation"] = facts["citation"]
             hits.append(hit)
         result: NotebookResult = {
             "path": entry["path"],

@@ -180,7 +180,8 @@ def search(query: str, options: Mapping[str, Any], shard_dir: str) -> dict[str, 
     So the page downloads what the query needs, never the whole shard.
 
     options: k (notebooks, default 3), mode (hybrid | bm25 | dense), year_from, year_to,
-    project, path_prefix, kinds (list), include_deprecated. Each hit and neighbourhood entry
+    project, path_prefix, kinds (list), include_deprecated, sources (list: notebook, document,
+    clauses, records), fields ({key: value} of a record's structured fields). Each hit and neighbourhood entry
     gets `marks` ([start, end] character ranges of its text that hold a query term), and a
     table hit the chunk's searched text as `table` (the expression that made it, a Markdown
     table and a summary sentence), which the page draws as a table.
@@ -196,6 +197,8 @@ def search(query: str, options: Mapping[str, Any], shard_dir: str) -> dict[str, 
         path_prefix=options.get("path_prefix") or None,
         kinds=tuple(options.get("kinds") or ()),
         include_deprecated=bool(options.get("include_deprecated")),
+        sources=tuple(options.get("sources") or ()),
+        fields=tuple((str(key), str(value)) for key, value in (options.get("fields") or {}).items() if value),
     )
     try:
         ranking = searcher.rank(query, int(options.get("k", 3)), filters, options.get("mode", "hybrid"))

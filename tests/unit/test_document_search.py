@@ -1,0 +1,167 @@
+"""Documents through `cellar index` and `cellar search`: blocks in the shard, hits that carry
+their citation and source, one index entry per service note whose fields filter like a
+notebook's catalogue, and a batch that goes on past malformed files."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from cellar.retrieval.embedding import default_model_dir, load_model
+from cellar.retrieval.index import build_index_from_directory
+from cellar.retrieval.search import Filters, Searcher
+from cellar.retrieval.shard import open_shard, write_shard
+
+DEMO = Path(__file__).resolve().parents[2] / "demo"
+spec = importlib.util.spec_from_file_location("make_documents", DEMO / "make_documents.py")
+writers = importlib.util.module_from_spec(spec)
+sys.modules["make_documents"] = writers
+spec.loader.exec_module(writers)
+
+STANDARD = b"""<clauses designation="NEN 3140:2018">
+  <article number="6" title="Earthing">
+    <article number="6.3.2" title="Earthing of the hull">
+      <text>The hull shall be earthed before work on the switchboard starts.</text>
+      <item label="a">at two points at least;</item>
+      <item label="b">with a flexible copper conductor of at least 16 mm2.</item>
+    </article>
+  </article>
+</clauses>"""
+
+NOTES = (
+    b"id,date,machine,fault_code,customer,text\n"
+    b"T2-2017-04411,2017-03-02,T2-0457,E217,Van Dijk,brg noise on cooling water pump; repl brg\n"
+    b"T2-2018-00012,2018-01-09,T2-0458,E101,Smit,lkg at sea chest flange; tightened bolts\n"
+    b"T2-2019-00345,2019-06-21,T2-0457,E101,Van Dijk,lkg at cooling water pump seal; seal repl\n"
+)
+
+
+def _renamed_zip() -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as package:
+        package.writestr("mimetype", "application/vnd.oasis.opendocument.text")
+    return out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def model():
+    return load_model(default_model_dir())
+
+
+@pytest.fixture(scope="module")
+def built(model, tmp_path_factory):
+    root = tmp_path_factory.mktemp("archive")
+    (root / "reports").mkdir()
+    (root / "reports" / "ballast.md").write_text(
+        "# Ballast report\n\n## 3.2 Ballast arrangement\n\nThe forepeak tank holds 412.1 m3 of ballast water.\n",
+        encoding="utf-8",
+    )
+    (root / "reports" / "mooring.pdf").write_bytes(
+        writers.pdf_bytes([["2 Mooring", "The most loaded line is the forward spring line."]])
+    )
+    (root / "standards").mkdir()
+    (root / "standards" / "nen3140.clauses.xml").write_bytes(STANDARD)
+    (root / "service").mkdir()
+    (root / "service" / "pumps.records.csv").write_bytes(NOTES)
+    # malformed: each reported by name, the rest indexed
+    (root / "reports" / "fake.pdf").write_bytes(b"GIF89a not a pdf")
+    (root / "reports" / "scan.pdf").write_bytes(writers.pdf_bytes([], scanned=1))
+    (root / "reports" / "renamed.docx").write_bytes(_renamed_zip())
+    (root / "standards" / "bomb.clauses.xml").write_bytes(
+        b'<!DOCTYPE c [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">]><clauses>&b;</clauses>'
+    )
+    (root / "service" / "no_text.records.csv").write_bytes(b"id,machine\nX1,T2-0457\n")
+    return build_index_from_directory(root, model)
+
+
+def test_the_batch_goes_on_past_malformed_files_and_names_each(built):
+    problems = "\n".join(built.problems)
+    for name, why in (
+        ("reports/fake.pdf", "not a PDF"),
+        ("reports/scan.pdf", "scanned, no text layer"),
+        ("reports/renamed.docx", "without word/document.xml"),
+        ("standards/bomb.clauses.xml", "refused unexpanded"),
+        ("service/no_text.records.csv", "a text column"),
+    ):
+        assert any(p.startswith(f"{name}: ") and why in p for p in built.problems), problems
+    assert built.skipped == 5
+    paths = {entry["path"] for entry in built.index.notebooks}
+    assert paths == {
+        "reports/ballast.md", "reports/mooring.pdf", "standards/nen3140.clauses.xml", "service/pumps.records.csv",
+    }  # fmt: skip
+
+
+def test_each_note_is_an_entry_with_its_fields_as_catalogue(built):
+    notes = [entry for entry in built.index.notebooks if entry["path"] == "service/pumps.records.csv"]
+    assert [entry["entry"] for entry in notes] == ["T2-2017-04411", "T2-2018-00012", "T2-2019-00345"]
+    assert notes[0]["title"] == "T2-2017-04411"
+    assert notes[0]["meta"] == {
+        "year": 2017,
+        "source": "records",
+        "fields": {"date": "2017-03-02", "machine": "T2-0457", "fault_code": "E217", "customer": "Van Dijk"},
+    }
+
+
+def test_hits_carry_their_citation_and_source_through_the_shard(built, model, tmp_path):
+    write_shard(built.index, tmp_path / "shard", model)
+    searcher = Searcher(open_shard(tmp_path / "shard", model), model)
+    answer = searcher.search("copper conductor for earthing the hull", k=3)
+    assert not answer["refused"]
+    top = answer["notebooks"][0]
+    assert top["path"] == "standards/nen3140.clauses.xml"
+    assert top["hits"][0]["citation"] == "NEN 3140:2018 §6.3.2 b"
+    assert top["hits"][0]["source"] == "clauses"
+    assert top["hits"][0]["quote"] == "with a flexible copper conductor of at least 16 mm2."
+    report = searcher.search("forepeak tank ballast volume", k=3)["notebooks"][0]
+    assert (report["hits"][0]["citation"], report["hits"][0]["source"]) == (
+        "3.2 Ballast arrangement, paragraph 1",
+        "document",
+    )
+
+
+def test_fields_and_sources_filter_entries_without_reading_chunks(built, model):
+    searcher = Searcher(built.index, model)
+    on_machine = Filters(fields=(("machine", "T2-0457"),))
+    answer = searcher.search("pump leakage", k=5, filters=on_machine)
+    assert {nb["hits"][0]["citation"] for nb in answer["notebooks"] + answer.get("closest", [])} <= {
+        "T2-2017-04411", "T2-2019-00345",
+    }  # fmt: skip
+    allowed = searcher._allowed(Filters(sources=("records",)))
+    assert [nb.get("entry") for nb, ok in zip(built.index.notebooks, allowed) if ok] == [
+        "T2-2017-04411", "T2-2018-00012", "T2-2019-00345",
+    ]  # fmt: skip
+    with pytest.raises(ValueError, match="unknown source"):
+        Filters(sources=("emails",))
+
+
+def test_the_glossary_expands_a_note_for_search_while_the_quote_keeps_the_abbreviation(tmp_path, model):
+    (tmp_path / "pumps.records.csv").write_bytes(NOTES)
+    glossary = {"brg": "bearing", "lkg": "leakage", "repl": "replaced"}
+    index = build_index_from_directory(tmp_path, model, glossary=glossary).index
+    answer = Searcher(index, model).search("bearing replaced", k=1, mode="bm25")
+    hit = answer["notebooks"][0]["hits"][0]
+    assert hit["citation"] == "T2-2017-04411"
+    assert hit["quote"] == "brg noise on cooling water pump; repl brg"
+    without = build_index_from_directory(tmp_path, model).index
+    assert Searcher(without, model).search("bearing replaced", k=1, mode="bm25")["refused"]
+
+
+def test_cli_search_prints_citations_and_filters_by_field(built, model, tmp_path, capsys):
+    from cellar.cli import main
+
+    write_shard(built.index, tmp_path / "shard", model)
+    shard = str(tmp_path / "shard")
+    assert main(["search", shard, "copper conductor for earthing the hull"]) == 0
+    assert "- clauses NEN 3140:2018 §6.3.2 b: with a flexible copper conductor" in capsys.readouterr().out
+    assert main(["search", shard, "pump leakage", "--k", "5", "--field", "machine=T2-0457", "--json"]) in (0, 3)
+    answer = json.loads(capsys.readouterr().out)
+    shown = answer["notebooks"] + answer.get("closest", [])
+    assert shown and {nb["meta"]["fields"]["machine"] for nb in shown} == {"T2-0457"}
+    assert main(["search", shard, "pump", "--field", "machine"]) == 2
+    assert "give KEY=VALUE" in capsys.readouterr().err
