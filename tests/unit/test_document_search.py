@@ -4,25 +4,19 @@ notebook's catalogue, and a batch that goes on past malformed files."""
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
-import sys
 import zipfile
-from pathlib import Path
 
 import pytest
+from tests.unit.conftest import demo_documents_writers
 
 from cellar.retrieval.embedding import default_model_dir, load_model
 from cellar.retrieval.index import build_index_from_directory
 from cellar.retrieval.search import Filters, Searcher
 from cellar.retrieval.shard import open_shard, write_shard
 
-DEMO = Path(__file__).resolve().parents[2] / "demo"
-spec = importlib.util.spec_from_file_location("make_documents", DEMO / "make_documents.py")
-writers = importlib.util.module_from_spec(spec)
-sys.modules["make_documents"] = writers
-spec.loader.exec_module(writers)
+writers = demo_documents_writers()
 
 STANDARD = b"""<clauses designation="NEN 3140:2018">
   <article number="6" title="Earthing">

@@ -8,31 +8,18 @@ are written by python-docx; nothing is mocked.
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
-import sys
 import zipfile
-from pathlib import Path
 
 import pytest
+from tests.unit.conftest import demo_documents_writers
 
 from cellar.ingest.chunking import chunk_document, coverage
 from cellar.ingest.discovery import FileRefused
 from cellar.ingest.documents.extract import extract
 
-DEMO = Path(__file__).resolve().parents[2] / "demo"
-
-
-def _writers():
-    spec = importlib.util.spec_from_file_location("make_documents", DEMO / "make_documents.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["make_documents"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-WRITERS = _writers()
+WRITERS = demo_documents_writers()
 
 REPORT_MD = b"""# Ballast report 17-042
 
@@ -94,7 +81,10 @@ def test_markdown_blocks_are_cited_by_section_and_paragraph():
     doc = extract(REPORT_MD, "reports/ballast.md")
     assert doc.text == REPORT_MD.decode()  # a Markdown file's text is its own
     by_quote = cited(doc)
-    assert by_quote["The forepeak tank FP holds 412.1 m3."] == "3.2 Ballast arrangement, paragraph 1"
+    assert (
+        by_quote["### 3.2 Ballast arrangement\n\nThe forepeak tank FP holds 412.1 m3."]
+        == "3.2 Ballast arrangement, paragraph 1"
+    )
     assert (
         by_quote["The aft peak is not used for ballast.\nIt stays empty at sea."]
         == "3.2 Ballast arrangement, paragraph 2"
@@ -102,7 +92,8 @@ def test_markdown_blocks_are_cited_by_section_and_paragraph():
     assert by_quote["- pump P2 serves the forepeak"] == "3.2 Ballast arrangement, item 2"
     assert by_quote["| tank | m3 |\n|---|---|\n| FP | 412.1 |"] == "3.2 Ballast arrangement, table 1"
     assert by_quote["The fourth paragraph."] == "3.2 Ballast arrangement, paragraph 3"
-    assert by_quote["Written for the owner."] == "Ballast report 17-042, paragraph 1"
+    assert by_quote["# Ballast report 17-042\n\nWritten for the owner."] == "Ballast report 17-042, paragraph 1"
+    assert by_quote["## 3 Ballast"] == "3 Ballast"  # a heading straight above another stands alone
     block = next(b for b in doc.blocks if b.citation == "3.2 Ballast arrangement, paragraph 1")
     assert block.headings == ("Ballast report 17-042", "3 Ballast", "3.2 Ballast arrangement")
     assert doc.title == "Ballast report 17-042"
@@ -117,7 +108,9 @@ def test_plain_text_numbered_headings_and_lettered_items():
     doc = extract(text, "earthing.txt")
     by_quote = cited(doc)
     assert by_quote["b) with copper of 16 mm2."] == "6.3.2 Earthing of the hull, item b"
-    assert by_quote["The hull shall be earthed."] == "6.3.2 Earthing of the hull, paragraph 1"
+    assert (
+        by_quote["6.3.2 Earthing of the hull\nThe hull shall be earthed."] == "6.3.2 Earthing of the hull, paragraph 1"
+    )
     hull = next(b for b in doc.blocks if b.citation.endswith("item b"))
     assert hull.headings == ("6 Earthing", "6.3 Protective earthing", "6.3.2 Earthing of the hull")
     # a sentence that starts with a number is no heading
@@ -135,13 +128,11 @@ def test_html_text_is_extracted_block_by_block_without_scripts():
     doc = extract(page, "service.html")
     assert "alert" not in doc.text
     assert cited(doc) == {
-        "Service report": "Service report",
-        "The pump P2 was replaced.": "Service report, paragraph 1",
+        "Service report\n\nThe pump P2 was replaced.": "Service report, paragraph 1",
         "seal": "Service report, item 1",
         "bearing & shaft": "Service report, item 2",
         "part | qty\nseal | 2": "Service report, table 1",
-        "2.1 Findings": "2.1 Findings",
-        "Wear on the shaft.": "2.1 Findings, paragraph 1",
+        "2.1 Findings\n\nWear on the shaft.": "2.1 Findings, paragraph 1",
     }
 
 
@@ -155,11 +146,14 @@ def test_pdf_text_layer_blocks_carry_their_page():
     )  # fmt: skip
     doc = extract(data, "report.pdf")
     by_quote = cited(doc)
-    assert by_quote["The forepeak tank holds 412.1 m3.\nIt is filled by P2."] == "3.2 Ballast arrangement, paragraph 1"
+    assert (
+        by_quote["3.2 Ballast arrangement\nThe forepeak tank holds 412.1 m3.\nIt is filled by P2."]
+        == "3.2 Ballast arrangement, paragraph 1"
+    )
     assert by_quote["The aft peak stays empty."] == "3.2 Ballast arrangement, paragraph 2"
     assert by_quote["b) pump P2."] == "3.2 Ballast arrangement, item b"
     pages = {doc.text[b.start : b.end]: b.page for b in doc.blocks}
-    assert pages["b) pump P2."] == 1 and pages["GZ meets the criteria."] == 2
+    assert pages["b) pump P2."] == 1 and pages["4 Stability\nGZ meets the criteria."] == 2
 
 
 def test_docx_headings_by_style_lists_and_tables():
@@ -178,8 +172,7 @@ def test_docx_headings_by_style_lists_and_tables():
     assert cited(doc) == {
         "Ballast report 17-042": "Ballast report 17-042",
         "3 Ballast": "3 Ballast",
-        "3.2 Ballast arrangement": "3.2 Ballast arrangement",
-        "The forepeak tank holds 412.1 m3.": "3.2 Ballast arrangement, paragraph 1",
+        "3.2 Ballast arrangement\n\nThe forepeak tank holds 412.1 m3.": "3.2 Ballast arrangement, paragraph 1",
         "pump P2 serves the forepeak": "3.2 Ballast arrangement, item 1",
         "tank | m3\nFP | 412.1": "3.2 Ballast arrangement, table 1",
         "The aft peak stays empty.": "3.2 Ballast arrangement, paragraph 2",

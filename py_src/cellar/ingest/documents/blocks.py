@@ -79,21 +79,28 @@ def utf8_text(data: bytes, path: str) -> str:
 def assemble(text: str, units: Iterable[Unit]) -> tuple[Block, ...]:
     """The blocks of a report-like document from its units: each under the heading path in
     effect, numbered within its section by kind (paragraphs, items without a marker, tables),
-    so that `paragraph 4` is the fourth paragraph of that section, counted as a reader would."""
+    so that `paragraph 4` is the fourth paragraph of that section, counted as a reader would.
+
+    A heading followed by its section's first block is quoted with that block (the block starts
+    at the heading): a heading alone is too short to answer anything, and as a chunk of its own
+    it outranked the paragraph under it (a short text scores high in BM25). A heading followed
+    by another heading, or by nothing, is a block of its own, cited by its title."""
     stack: list[tuple[int, str]] = []
     counts: Counter[tuple[tuple[str, ...], str]] = Counter()
     blocks = []
+    pending: Unit | None = None  # a heading waiting for its section's first block
     for unit in units:
         if unit.start >= unit.end or not text[unit.start : unit.end].strip():
             continue
         if unit.kind == "heading":
+            if pending is not None:
+                blocks.append(Block("heading", pending.start, pending.end, _path(stack), pending.title))
             while stack and stack[-1][0] >= unit.level:
                 stack.pop()
             stack.append((unit.level, unit.title))
-            path = tuple(title for _, title in stack)
-            blocks.append(Block("heading", unit.start, unit.end, path, unit.title))
+            pending = unit
             continue
-        path = tuple(title for _, title in stack)
+        path = _path(stack)
         kind = "paragraph" if unit.kind == "code" else unit.kind
         counts[path, kind] += 1
         if kind == "list item" and unit.marker:
@@ -102,8 +109,22 @@ def assemble(text: str, units: Iterable[Unit]) -> tuple[Block, ...]:
             noun = {"paragraph": "paragraph", "list item": "item", "table": "table"}[kind]
             place = f"{noun} {counts[path, kind]}"
         citation = f"{path[-1]}, {place}" if path else place
-        blocks.append(Block(unit.kind, unit.start, unit.end, path, citation))
+        start = pending.start if pending is not None else unit.start
+        blocks.append(Block(unit.kind, start, unit.end, path, citation))
+        pending = None
+    if pending is not None:
+        blocks.append(Block("heading", pending.start, pending.end, _path(stack), pending.title))
     return tuple(blocks)
+
+
+def first_heading(blocks: Iterable[Block]) -> str | None:
+    """The title of the document's first heading (what its entry is called when it has no
+    other title), None when it has no heading."""
+    return next((block.headings[0] for block in blocks if block.headings), None)
+
+
+def _path(stack: list[tuple[int, str]]) -> tuple[str, ...]:
+    return tuple(title for _, title in stack)
 
 
 def search_prefix(block: Block) -> str:

@@ -16,7 +16,7 @@ import importlib
 from collections.abc import Callable
 
 from cellar.ingest.discovery import FileRefused
-from cellar.ingest.documents.blocks import Extracted, assemble, utf8_text
+from cellar.ingest.documents.blocks import Extracted, assemble, first_heading, utf8_text
 
 Parser = Callable[[bytes, str], Extracted]
 
@@ -26,15 +26,15 @@ def markdown_document(data: bytes, path: str) -> Extracted:
 
     text = utf8_text(data, path)
     blocks = assemble(text, markdown_units(text))
-    return Extracted(text, blocks, "document", "markdown", _first_heading(blocks))
+    return Extracted(text, blocks, "document", "markdown", first_heading(blocks))
 
 
 def text_document(data: bytes, path: str) -> Extracted:
-    from cellar.ingest.documents.lines import text_units
+    from cellar.ingest.documents.lines import text_title, text_units
 
     text = utf8_text(data, path)
     blocks = assemble(text, text_units(text))
-    return Extracted(text, blocks, "document", "text", _first_heading(blocks))
+    return Extracted(text, blocks, "document", "text", text_title(text) or first_heading(blocks))
 
 
 def html_document(data: bytes, path: str) -> Extracted:
@@ -42,11 +42,7 @@ def html_document(data: bytes, path: str) -> Extracted:
 
     text, units = html_units(utf8_text(data, path))
     blocks = assemble(text, units)
-    return Extracted(text, blocks, "document", "html", _first_heading(blocks))
-
-
-def _first_heading(blocks: tuple) -> str | None:
-    return next((block.citation for block in blocks if block.kind == "heading"), None)
+    return Extracted(text, blocks, "document", "html", first_heading(blocks))
 
 
 # Suffix -> (module of cellar.ingest.documents, function), longest suffixes first so that

@@ -161,3 +161,12 @@ def text_units(text: str) -> list[Unit]:
             found.prose(start, end, None if item is None else item[2] or item[3] or "")
     found.close()
     return found.units
+
+
+def text_title(text: str) -> str | None:
+    """The title of a plain text or PDF: its first line when that reads as a title (short, not
+    ending like a sentence), else None (the first heading stands for it)."""
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    if not first or len(first) > MAX_HEADING or first.endswith(SENTENCE_END):
+        return None
+    return " ".join(first.split())

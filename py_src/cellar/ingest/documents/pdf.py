@@ -19,8 +19,8 @@ from bisect import bisect_right
 from dataclasses import replace
 
 from cellar.ingest.discovery import FileRefused
-from cellar.ingest.documents.blocks import Extracted, assemble, joined
-from cellar.ingest.documents.lines import text_units
+from cellar.ingest.documents.blocks import Extracted, assemble, first_heading, joined
+from cellar.ingest.documents.lines import text_title, text_units
 
 HEADER_WINDOW = 1024  # a PDF's %PDF- header may follow some junk bytes, within the first 1 KB
 
@@ -37,7 +37,7 @@ def pdf_document(data: bytes, path: str) -> Extracted:
     starts = [start for start, _ in spans]
     blocks = assemble(text, text_units(text))
     blocks = tuple(replace(block, page=bisect_right(starts, block.start)) for block in blocks)
-    return Extracted(text, blocks, "document", "pdf", _title(blocks))
+    return Extracted(text, blocks, "document", "pdf", text_title(text) or first_heading(blocks))
 
 
 def _page_texts(data: bytes, path: str) -> list[str]:
@@ -54,7 +54,3 @@ def _page_texts(data: bytes, path: str) -> list[str]:
         raise
     except Exception as error:  # pypdf raises many kinds on a damaged file; each one is a refusal
         raise FileRefused(path, f"not a readable PDF ({type(error).__name__}: {error})") from None
-
-
-def _title(blocks: tuple) -> str | None:
-    return next((block.citation for block in blocks if block.kind == "heading"), None)

@@ -19,7 +19,7 @@ import zipfile
 from typing import Any
 
 from cellar.ingest.discovery import FileRefused
-from cellar.ingest.documents.blocks import Extracted, Unit, assemble, joined
+from cellar.ingest.documents.blocks import Extracted, Unit, assemble, first_heading, joined
 
 HEADING_STYLE = re.compile(r"heading (\d)", re.IGNORECASE)
 NUMBER_WRITTEN = re.compile(r"\d+(?:\.\d+)*\.?\s")
@@ -54,8 +54,7 @@ def docx_document(data: bytes, path: str) -> Extracted:
         for (kind, level, _), (start, end) in zip(pieces, spans)
     ]
     blocks = assemble(text, units)
-    title = next((block.citation for block in blocks if block.kind == "heading"), None)
-    return Extracted(text, blocks, "document", "docx", title)
+    return Extracted(text, blocks, "document", "docx", first_heading(blocks))
 
 
 def _check_package(data: bytes, path: str) -> None:
