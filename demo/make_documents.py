@@ -9,8 +9,11 @@ files for the document parsers:
     docx_bytes(blocks)      a DOCX written by python-docx from (style, text) pairs or tables,
                             its ZIP entries re-stamped with a fixed time so the bytes never change
 
+    write_documents(out)    the demo documents into an archive folder (also: `python
+                            demo/make_documents.py [ARCHIVE]`, default demo/archive)
+
 The documents themselves are in demo/documents/ (Markdown, the standard's clauses, the service
-notes); the PDF and the DOCX are generated here from text kept in this file.
+notes, the glossary); the PDF and the DOCX are generated here from text kept in this file.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import io
 import zipfile
 from collections.abc import Sequence
+from pathlib import Path
 
 FIXED_TIME = (2024, 1, 1, 0, 0, 0)
 LINE_HEIGHT = 14
@@ -90,3 +94,92 @@ def restamped(package: bytes) -> bytes:
             fixed.external_attr = 0o644 << 16
             target.writestr(fixed, source.read(info.filename))
     return out.getvalue()
+
+
+DOCUMENTS = Path(__file__).resolve().parent / "documents"
+
+# The mooring review of project 20-004, as a PDF with a text layer: one list of lines per page,
+# an empty line between paragraphs. It cites the result of mooring_tension_20004.ipynb.
+MOORING_REVIEW = "2020/20-004 Mooring/mooring_review_20004.pdf"
+MOORING_PAGES = [
+    [
+        "Mooring arrangement review, project 20-004",
+        "",
+        "Written for Cellar's demo archive: the vessel, the berth and the figures are invented.",
+        "",
+        "1 Scope",
+        "This review checks the mooring lines of the vessel at the exposed berth against the",
+        "owner's criteria, using the quasi-static tension calculation of the project.",
+        "",
+        "2 Mooring lines",
+        "2.1 Arrangement",
+        "The vessel is moored with eight lines: two head lines, two forward springs, two aft",
+        "springs and two stern lines, all of HMPE rope with a breaking load of 6000 kN.",
+        "",
+        "2.2 Environmental loads",
+        "The design wind is 25 m/s from the beam with a current of 1.5 knots along the berth.",
+    ],
+    [
+        "2.3 Line loads",
+        "The notebook mooring_tension_20004 gives the highest top tension in line ML1, the",
+        "forward head line: 1007 kN, with a safety factor of 5.96 against the required 1.67.",
+        "",
+        "The other lines stay below 800 kN in every load case.",
+        "",
+        "3 Recommendations",
+        "a) Replace the forward spring lines at the next docking, as their tails show wear.",
+        "b) Check the bollard welds on the berth before the winter season.",
+        "c) Keep the winch brakes set at 60 percent of the breaking load.",
+    ],
+]
+
+# The short-circuit inspection report of project 21-019, in Dutch, as a DOCX written by
+# python-docx. It cites the result of kortsluiting_hoofdschakelbord_21019.ipynb.
+SWITCHBOARD_REPORT = "2021/21-019 Elektrisch/keuringsrapport_21019.docx"
+SWITCHBOARD_BLOCKS: list[tuple[str, str] | list[list[str]]] = [
+    ("Title", "Keuringsrapport hoofdschakelbord, project 21-019"),
+    ("Normal", "Geschreven voor Cellar's demo-archief: het schip en de cijfers zijn verzonnen."),
+    ("Heading 1", "1 Onderwerp"),
+    ("Normal", "Dit rapport beoordeelt de kortsluitvastheid van het 690 V hoofdschakelbord van de sleephopperzuiger."),
+    ("Heading 1", "2 Kortsluitvastheid"),
+    ("Heading 2", "2.1 Berekende stromen"),
+    ("Normal", "Volgens de berekening kortsluiting_hoofdschakelbord_21019 is de kortsluitstroom Ik'' 55,3 kA en de piekstroom ip 140,8 kA."),
+    [["grootheid", "berekend", "schakelaar"], ["Ik'' (kA)", "55,3", "Icu 65"], ["ip (kA)", "140,8", "Icm 143"]],
+    ("Heading 2", "2.2 Beoordeling"),
+    ("Normal", "De generatorschakelaars zijn voldoende: het uitschakelvermogen Icu van 65 kA ligt boven de berekende kortsluitstroom."),
+    ("Normal", "De marge op het inschakelvermogen is klein: 143 kA tegen een piekstroom van 140,8 kA."),
+    ("Heading 1", "3 Aanbevelingen"),
+    ("List Bullet", "Bij uitbreiding met een vierde generator de berekening opnieuw maken."),
+    ("List Bullet", "De aardverbindingen van de pompmotoren jaarlijks controleren."),
+]  # fmt: skip
+
+
+def write_documents(out: Path) -> list[Path]:
+    """Write the demo's documents into the archive folder `out`: the files of demo/documents/ as
+    they are (glossary.json at the root: the abbreviations of the service notes, which `cellar
+    index` reads from there), the mooring review PDF and the switchboard report DOCX. The same
+    bytes on every run. Returns the paths written."""
+    written = []
+    for source in sorted(DOCUMENTS.rglob("*")):
+        if source.is_file():
+            target = out / source.relative_to(DOCUMENTS)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(source.read_bytes())
+            written.append(target)
+    for name, data in (
+        (MOORING_REVIEW, pdf_bytes(MOORING_PAGES)),
+        (SWITCHBOARD_REPORT, docx_bytes(SWITCHBOARD_BLOCKS)),
+    ):
+        target = out / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        written.append(target)
+    return written
+
+
+if __name__ == "__main__":
+    import sys
+
+    archive = Path(sys.argv[1]) if len(sys.argv) > 1 else DOCUMENTS.parent / "archive"
+    for path in write_documents(archive):
+        print(path)

@@ -1,7 +1,9 @@
 """Evaluation: gold questions in, a scorecard and refusal calibration out.
 
 A gold set (shared/gold/README.md) is JSON lines of questions with the notebooks and cells that
-answer them (none for an out-of-scope question). ``evaluate`` runs every question through a
+answer them (none for an out-of-scope question); a document's expected block is given by its
+path, a verbatim ``evidence`` from its quote and its ``citation`` (``cell`` null), and is scored
+``block_first`` and ``citation_exact`` (``judge_citation``). ``evaluate`` runs every question through a
 ``Searcher`` and scores the answers (``judge``, ``scorecard``); ``calibrate`` fits the three
 refusal thresholds that ``cellar index --calibrate`` stores in the shard.
 
@@ -57,7 +59,7 @@ def judge(row: Mapping[str, Any], answer: Mapping[str, Any]) -> dict[str, Any]:
     hits = {(nb["path"], hit["cell"]) for nb in notebooks for hit in nb["hits"]}
     shown = hits | {(nb["path"], item["cell"]) for nb in notebooks for item in nb["neighbourhood"]}
     first = (notebooks[0]["path"], notebooks[0]["hits"][0]["cell"]) if notebooks and notebooks[0]["hits"] else None
-    return {
+    judged = {
         "answerable": bool(row["expect"]),
         "rank": rank,
         "cell_hit": bool(cells & shown),
@@ -65,6 +67,24 @@ def judge(row: Mapping[str, Any], answer: Mapping[str, Any]) -> dict[str, Any]:
         "cell_first": first in cells,
         "refused": answer["refused"],
     }
+    cited = [e for e in row["expect"] if e.get("citation")]
+    if cited:
+        judged.update(
+            judge_citation(cited, notebooks[0]["hits"][0] if first else None, notebooks[0]["path"] if first else "")
+        )
+    return judged
+
+
+def judge_citation(expect: Sequence[Mapping[str, Any]], hit: Mapping[str, Any] | None, path: str) -> dict[str, Any]:
+    """A document question's figures (its gold names the block by ``path``, ``evidence``, a
+    verbatim piece of its quote, and ``citation``): ``block_first``, whether the top answer's
+    first hit is that block; ``citation_exact``, whether that hit's citation is the gold's, to
+    the character (scored over answered questions: the citation a reader is given is right)."""
+    if hit is None:
+        return {"cited": True, "block_first": False, "citation_exact": False}
+    block = any(e["path"] == path and e.get("evidence", "") in hit["quote"] for e in expect)
+    exact = any(e["path"] == path and e["citation"] == hit.get("citation") for e in expect)
+    return {"cited": True, "block_first": block, "citation_exact": exact}
 
 
 def scorecard(judged: Sequence[Mapping[str, Any]], latencies: Sequence[float]) -> dict[str, Any]:
@@ -90,6 +110,10 @@ def scorecard(judged: Sequence[Mapping[str, Any]], latencies: Sequence[float]) -
     )
     figures["refusal_recall"] = share(unanswerable, lambda j: j["refused"])
     figures["false_refusal_rate"] = share(answerable, lambda j: j["refused"])
+    cited = [j for j in answerable if j.get("cited")]
+    if cited:  # document questions: the block and its citation (judge_citation)
+        figures["block_first"] = share(cited, lambda j: j["block_first"] and not j["refused"])
+        figures["citation_exact"] = share([j for j in cited if not j["refused"]], lambda j: j["citation_exact"])
     if latencies:
         ordered = sorted(latencies)
         figures["latency_ms"] = {

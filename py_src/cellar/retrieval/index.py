@@ -273,7 +273,7 @@ def build_index_from_directory(
     scheduler: str = "local",
     workers: int | None = None,
 ) -> DirectoryBuild:
-    """Chunk every notebook and .md/.txt document below ``corpus_dir`` and index the chunks,
+    """Chunk every notebook and document (``cellar.ingest.documents``) below ``corpus_dir`` and index the chunks,
     except the files whose path relative to ``corpus_dir`` matches a pattern of ``exclude``.
 
     With ``rerendered``, the output folder of ``cellar rerender`` for this corpus, a notebook's
