@@ -159,3 +159,44 @@ def test_cli_search_prints_citations_and_filters_by_field(built, model, tmp_path
     assert shown and {nb["meta"]["fields"]["machine"] for nb in shown} == {"T2-0457"}
     assert main(["search", shard, "pump", "--field", "machine"]) == 2
     assert "give KEY=VALUE" in capsys.readouterr().err
+
+
+def test_a_note_is_embedded_with_its_glossary_expansions_the_same_way_cold_or_from_parts(tmp_path, model):
+    from cellar.retrieval.analysis import Analyzer, AnalyzerSettings
+    from cellar.retrieval.incremental import embedded_text
+    from cellar.retrieval.index import build_index
+
+    (tmp_path / "pumps.records.csv").write_bytes(NOTES)
+    glossary = {"brg": "bearing", "repl": "replaced"}
+    built = build_index_from_directory(tmp_path, model, glossary=glossary).index
+    analyzer = Analyzer(AnalyzerSettings(glossary=tuple(glossary.items())))
+    note = built.chunks[0]
+    assert embedded_text(note, analyzer).endswith("\nbearing replaced bearing")
+    assert embedded_text({**note, "meta": {}}, analyzer) == note["text"]  # only a note's text grows
+    cold = build_index(built.chunks, model, AnalyzerSettings(glossary=tuple(glossary.items())))
+    assert (cold.vectors == built.vectors).all() and (cold.scales == built.scales).all()
+
+
+def test_each_source_gets_its_own_thresholds_where_the_gold_calibrates_one(built, model):
+    from cellar.retrieval.evaluation import calibrate_features
+
+    def evidence(similarity, source=None):
+        found = {"coverage": 1.0, "known_coverage": 1.0, "numbers": 1.0, "similarity": similarity, "missing": []}
+        return {**found, "source": source} if source else found
+
+    features = [
+        (True, evidence(0.80)), (True, evidence(0.75)), (False, evidence(0.60)),  # notebooks
+        (True, evidence(0.45, "records")), (True, evidence(0.50, "records")), (False, evidence(0.20, "records")),
+    ]  # fmt: skip
+    fitted = calibrate_features(features, max_false=0.0)
+    assert 0.60 < fitted["by_source"]["notebook"]["min_similarity"] <= 0.75
+    assert 0.20 < fitted["by_source"]["records"]["min_similarity"] <= 0.45
+    assert fitted["thresholds"]["min_similarity"] <= 0.45  # one threshold for all must let the notes through
+    built.index.calibration = fitted
+    try:
+        searcher = Searcher(built.index, model)
+        assert searcher.thresholds_for(evidence(0.5, "records"))["min_similarity"] < 0.45
+        assert searcher.thresholds_for(evidence(0.5))["min_similarity"] > 0.6
+        assert searcher.thresholds_for(evidence(0.5, "clauses")) == searcher.calibration  # none fitted
+    finally:
+        built.index.calibration = {}

@@ -202,12 +202,14 @@ def cross_validate(
         fitted = calibrate_features(train, max_false)
         test = [i for i, a in enumerate(assigned) if a == fold]
         for i in test:
-            per_question[i] = fitted["thresholds"]
+            source = features[i][1].get("source", "notebook")
+            per_question[i] = fitted.get("by_source", {}).get(source, fitted["thresholds"])
         report.append(
             {
                 "questions": len(test),
                 "out_of_scope": sum(not gold[i]["expect"] for i in test),
                 "thresholds": fitted["thresholds"],
+                **({"by_source": fitted["by_source"]} if "by_source" in fitted else {}),
             }
         )
     return per_question, {"method": f"{folds}-fold out of sample", "max_false": max_false, "folds": report}
@@ -251,7 +253,24 @@ def _features(searcher: Searcher, gold: Sequence[Mapping[str, Any]]) -> list[tup
 
 
 def calibrate_features(features: Sequence[tuple[bool, Mapping[str, Any]]], max_false: float = 0.10) -> dict[str, Any]:
-    """``calibrate`` on precomputed (answerable, evidence) pairs."""
+    """``calibrate`` on precomputed (answerable, evidence) pairs: the archive's thresholds over
+    all of them and, when the best entries come from several sources, each source's own
+    (``by_source``) over the questions whose best entry is of that source and which hold an
+    answerable one (the others keep the archive's)."""
+    fitted = _calibrated(features, max_false)
+    groups: dict[str, list[tuple[bool, Mapping[str, Any]]]] = {}
+    for ok, evidence in features:
+        groups.setdefault(evidence.get("source", "notebook"), []).append((ok, evidence))
+    if len(groups) > 1:
+        fitted["by_source"] = {
+            name: _calibrated(group, max_false)["thresholds"]
+            for name, group in sorted(groups.items())
+            if any(ok for ok, _ in group)
+        }
+    return fitted
+
+
+def _calibrated(features: Sequence[tuple[bool, Mapping[str, Any]]], max_false: float) -> dict[str, Any]:
     if not any(ok for ok, _ in features):
         raise ValueError("calibration needs answerable questions in the gold set")
     keys = ("coverage", "numbers", "similarity")

@@ -26,7 +26,7 @@ from cellar.records import KINDS, STATUSES, ChunkRecord, NotebookEntry
 from cellar.retrieval.analysis import Analyzer, AnalyzerSettings
 from cellar.retrieval.bm25 import BM25
 from cellar.retrieval.embedding import StaticModel, quantise_rows
-from cellar.retrieval.incremental import Render
+from cellar.retrieval.incremental import Render, embedded_text
 
 if TYPE_CHECKING:  # chunking is imported where files are read: the query path does not need it
     from cellar.ingest.chunks import Chunked
@@ -119,7 +119,8 @@ def build_index(
             notebooks.append(_notebook_entry(path, group, start, cell_counts, renders.get(path, Render()), titles))
             start += len(group)
     report = progress or (lambda done, total, what: None)
-    analyse = Analyzer(settings).terms
+    text_analyzer = Analyzer(settings)
+    analyse = text_analyzer.terms
     terms = []
     for number, record in enumerate(rows):
         terms.append(analyse(record["text"]))
@@ -129,7 +130,7 @@ def build_index(
     batch = 1000
     embedded = []
     for first in range(0, len(rows), batch):
-        embedded.append(model.encode([record["text"] for record in rows[first : first + batch]]))
+        embedded.append(model.encode([embedded_text(record, text_analyzer) for record in rows[first : first + batch]]))
         report(min(first + batch, len(rows)), len(rows), "embedding")
     return _assemble(rows, notebooks, terms, np.concatenate(embedded), model, settings, k1, b)
 

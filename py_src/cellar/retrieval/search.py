@@ -185,6 +185,14 @@ class Searcher:
         self.fragment = source.fragment
         self.analyzer = Analyzer(source.analyzer)
         self.calibration = {**DEFAULT_CALIBRATION, **source.calibration.get("thresholds", {})}
+        # Each source its own thresholds where the calibration fitted some (``by_source``): a
+        # service note's abbreviated words are never as close in meaning to a question as a
+        # notebook's prose, so one similarity threshold for both refuses the notes or lets
+        # out-of-scope questions through on the notebooks.
+        self.by_source = {
+            name: {**self.calibration, **thresholds}
+            for name, thresholds in source.calibration.get("by_source", {}).items()
+        }
         self._allowed_cache: dict[Filters, np.ndarray] = {}
         self.bilingual = bilingual
         self._translator: Translator | None = None
@@ -447,13 +455,16 @@ class Searcher:
         similarity = None
         if vectors is not None and entry["end"] > entry["start"]:
             similarity = float(np.max(cosines(self.source.notebook_vectors(best), vectors)))
-        return {
+        evidence = {
             "coverage": _share(zip(weights, judged), held),
             "known_coverage": _share(known, held),
             "numbers": round(len(found) / len(numbers), 4) if numbers else 1.0,
             "similarity": round(similarity, 4) if similarity is not None and np.isfinite(similarity) else None,
             "missing": [term for term in distinct if not held[term]],
         }
+        if "source" in meta:  # a document: its source's thresholds judge it (thresholds_for)
+            evidence["source"] = meta["source"]
+        return evidence
 
     def _in_notebook(self, term: str, entry: Mapping[str, Any]) -> bool:
         postings = self.source.postings(term)
@@ -469,7 +480,12 @@ class Searcher:
         return float(np.log1p((self.source.n_docs - df + 0.5) / (df + 0.5)))
 
     def _refuse(self, evidence: Mapping[str, Any], ranked: Sequence[Any]) -> bool:
-        return not ranked or refuses(evidence, self.calibration)
+        return not ranked or refuses(evidence, self.thresholds_for(evidence))
+
+    def thresholds_for(self, evidence: Mapping[str, Any]) -> dict[str, float]:
+        """The refusal thresholds of the best entry's source (``evidence["source"]``, absent for
+        a notebook): its own when the calibration fitted some, else the archive's."""
+        return self.by_source.get(evidence.get("source", "notebook"), self.calibration)
 
     def _reason(self, query: str, evidence: Mapping[str, Any], shown: Sequence[Mapping[str, Any]]) -> str:
         words = set(re.findall(r"[\w']+", query.lower()))
@@ -490,7 +506,7 @@ class Searcher:
                 f"; the closest is {best['path']}{place}, which covers {evidence['coverage']:.0%} of the query's weight"
             )
             similarity = evidence["similarity"]
-            if similarity is not None and similarity < self.calibration["min_similarity"]:
+            if similarity is not None and similarity < self.thresholds_for(evidence)["min_similarity"]:
                 reason += f" but is not close in meaning (similarity {similarity:.2f})"
         return reason
 
