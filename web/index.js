@@ -117,7 +117,35 @@ client.manifest.then((manifest) => {
   })));
   const wanted = new URLSearchParams(location.search).get("project");
   if (wanted && projects.has(wanted)) $("project").value = wanted;
+  sourceFilters(manifest.notebooks);
 }, (error) => failed(`The index could not be read: ${error.message}`));
+
+// Documents beside the notebooks: a source filter when the archive holds more than notebooks,
+// and one filter per structured field of its records (machine, fault code, ...), from the
+// entries' catalogue (each service note is an entry with its fields), no chunk fetched.
+const SOURCE_NAMES = { notebook: "Notebooks", document: "Documents", clauses: "Clause collections", records: "Records" };
+
+function sourceFilters(entries) {
+  const sources = new Set(entries.map((entry) => entry.meta?.source ?? "notebook"));
+  $("source").closest(".filter").hidden = sources.size < 2;
+  $("source").append(...Object.keys(SOURCE_NAMES).filter((name) => sources.has(name)).map((name) =>
+    element("option", { value: name, textContent: SOURCE_NAMES[name] })));
+  const fields = new Map();
+  for (const entry of entries) {
+    for (const [key, value] of Object.entries(entry.meta?.fields ?? {})) {
+      if (key === "date") continue;  // a date is filtered by year
+      fields.set(key, (fields.get(key) ?? new Set()).add(value));
+    }
+  }
+  $("fields").replaceChildren(...[...fields.keys()].sort().map((key) => {
+    const select = element("select", { id: `field-${key}`, className: "field" },
+      element("option", { value: "", textContent: "any" }),
+      ...[...fields.get(key)].sort().map((value) => element("option", { value, textContent: value })));
+    select.dataset.field = key;
+    return element("div", { className: "filter" },
+      element("label", { htmlFor: `field-${key}`, textContent: key.replaceAll("_", " ") }), select);
+  }));
+}
 
 function options() {
   const year = (id) => ($(id).value.trim() === "" ? null : Number($(id).value));
@@ -128,6 +156,9 @@ function options() {
     project: $("project").value || null,
     kinds: [...document.querySelectorAll("#kinds input:checked")].map((box) => box.value),
     include_deprecated: $("include-deprecated").checked,
+    sources: $("source").value ? [$("source").value] : [],
+    fields: Object.fromEntries([...document.querySelectorAll("#fields select")]
+      .filter((select) => select.value).map((select) => [select.dataset.field, select.value])),
   };
 }
 
@@ -173,7 +204,8 @@ $("search-form").addEventListener("submit", (event) => { event.preventDefault();
 $("query").addEventListener("input", () => { clearTimeout(debounce); debounce = setTimeout(run, DEBOUNCE_MS); });
 $("filters").addEventListener("change", () => run());
 $("clear-filters").addEventListener("click", () => {
-  for (const id of ["year-from", "year-to", "project"]) $(id).value = "";
+  for (const id of ["year-from", "year-to", "project", "source"]) $(id).value = "";
+  document.querySelectorAll("#fields select").forEach((select) => { select.value = ""; });
   $("filters").querySelectorAll("input[type=checkbox]").forEach((box) => { box.checked = false; });
   run();
 });
@@ -222,7 +254,9 @@ function notebookCard(notebook, rank) {
   return element("article", { className: "notebook" },
     element("h3", { id },
       rank ? element("span", { className: "rank", textContent: `${rank}. ` }) : null,
-      element("a", { href: viewerUrl(notebook, first), textContent: notebook.title || notebook.path })),
+      first?.citation !== undefined
+        ? element("span", { textContent: notebook.title || notebook.path })
+        : element("a", { href: viewerUrl(notebook, first), textContent: notebook.title || notebook.path })),
     element("p", { className: "path" }, element("code", { textContent: notebook.path })),
     element("p", { className: "meta" }, facts ? `${facts} · ` : "", badges),
     notebook.warning ? element("p", { className: "warning", role: "note", textContent: notebook.warning }) : null,
@@ -243,6 +277,13 @@ function hitBody(notebook, hit) {
 const badge = (kind) => element("span", { className: `badge badge-${kind}`, textContent: kind });
 
 function citation(notebook, hit) {
+  if (hit.citation !== undefined) {
+    // A document's block, cited as read aloud (`CVS 210:2019 §6.3.2 b`, a note's id): the
+    // documents are not published on the site, so the citation names the file and revision.
+    const where = hit.citation;
+    return element("cite", { className: "cite document" }, `${notebook.path}, `,
+      element("strong", { textContent: where }), ", revision ", element("code", { textContent: notebook.revision.slice(0, 7) }));
+  }
   const where = `cell ${hit.cell}${hit.output !== null ? `, output ${hit.output}` : ""}`;
   const link = element("a", { className: "cite", href: viewerUrl(notebook, hit) },
     element("cite", {}, `${notebook.path}, ${where}, revision `, element("code", { textContent: notebook.revision.slice(0, 7) })));
