@@ -91,6 +91,7 @@ class NotebookResult(TypedDict):
     meta: dict[str, Any]
     hits: list[Hit]
     neighbourhood: list[NeighbourhoodEntry]
+    entry: NotRequired[str]  # a service note's id: one entry of its records file
     warning: NotRequired[str]  # a stale notebook: its saved outputs may be out of date
     note: NotRequired[str]  # a drifted notebook: these are its fresh outputs
 

@@ -544,6 +544,8 @@ class Searcher:
             "hits": hits,
             "neighbourhood": neighbourhood(records, hits[0]["cell"]) if hits else [],
         }
+        if "entry" in entry:  # a service note: one of the entries of its records file
+            result["entry"] = entry["entry"]
         if entry["status"] == "stale":
             why = f" ({entry['reason']})" if entry.get("reason") else ""
             result["warning"] = (
