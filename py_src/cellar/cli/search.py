@@ -19,8 +19,9 @@ import sys
 
 from cellar.records import Answer
 from cellar.retrieval.embedding import default_model_dir, load_model
+from cellar.retrieval.filters import SOURCES
 from cellar.retrieval.index import KINDS
-from cellar.retrieval.search import SOURCES, Filters, Searcher
+from cellar.retrieval.search import Filters, Searcher
 from cellar.retrieval.shard import ShardError, open_shard
 
 

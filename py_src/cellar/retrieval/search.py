@@ -64,6 +64,7 @@ from cellar.retrieval.analysis import Analyzer
 from cellar.retrieval.answer_cell import intent, order_hits
 from cellar.retrieval.bilingual import QUESTION_WORDS, Reading, Translator, load_table, read_in_english
 from cellar.retrieval.embedding import StaticModel
+from cellar.retrieval.filters import Filters
 from cellar.retrieval.index import Index
 from cellar.retrieval.sources import MemorySource, ShardSource, cosines
 
@@ -76,7 +77,6 @@ HITS_PER_NOTEBOOK = 5
 NEIGHBOUR_CELLS = 2  # cells after the best hit's cell
 TEXT_LIMIT = 1200  # characters of a neighbourhood entry
 MODES = ("bm25", "dense", "hybrid")
-SOURCES = ("notebook", "document", "clauses", "records")  # what an index entry is (meta.source)
 TRANSLATION_WEIGHT = 0.5  # BM25 weight of a Dutch word's English translations (bilingual.Reading)
 # The values calibrated on ../shared/gold/dev.jsonl (52 answerable, 8 out-of-scope questions over
 # 221 public notebooks), used until `cellar index --calibrate GOLD` fits them to an archive.
@@ -88,49 +88,6 @@ MEANING_WORDS = {"mean", "means", "meaning", "define", "definition", "betekent",
 # The notebook metadata that holds query terms as its text does, in the refusal test: the facts a
 # filter selects on (see Searcher._evidence).
 CATALOGUE_FIELDS = ("year", "project")
-
-
-@dataclass(frozen=True)
-class Filters:
-    """What a search may return: year range, project, path prefix, chunk kinds; deprecated
-    notebooks only when asked for."""
-
-    year_from: int | None = None
-    year_to: int | None = None
-    project: str | None = None
-    path_prefix: str | None = None
-    kinds: tuple[str, ...] = ()
-    include_deprecated: bool = False
-    sources: tuple[str, ...] = ()  # notebook, document, clauses, records (all when empty)
-    fields: tuple[tuple[str, str], ...] = ()  # a record's structured fields, e.g. (("machine", "T2-0457"),)
-
-    def __post_init__(self) -> None:
-        unknown = [kind for kind in self.kinds if kind not in KINDS]
-        if unknown:
-            raise ValueError(f"unknown chunk kind(s) {unknown}; choose from {list(KINDS)}")
-        strange = [source for source in self.sources if source not in SOURCES]
-        if strange:
-            raise ValueError(f"unknown source(s) {strange}; choose from {list(SOURCES)}")
-
-    def notebook_allowed(self, entry: Mapping[str, Any]) -> bool:
-        meta = entry["meta"]
-        year = meta.get("year")
-        if meta.get("deprecated") and not self.include_deprecated:
-            return False
-        if (self.year_from is not None or self.year_to is not None) and year is None:
-            return False
-        if self.year_from is not None and year < self.year_from:
-            return False
-        if self.year_to is not None and year > self.year_to:
-            return False
-        if self.project is not None and meta.get("project") != self.project:
-            return False
-        if self.sources and meta.get("source", "notebook") not in self.sources:
-            return False
-        fields = meta.get("fields") or {}
-        if any(fields.get(key) != value for key, value in self.fields):
-            return False
-        return self.path_prefix is None or entry["path"].startswith(self.path_prefix)
 
 
 @dataclass(frozen=True)
