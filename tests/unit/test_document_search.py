@@ -200,3 +200,25 @@ def test_each_source_gets_its_own_thresholds_where_the_gold_calibrates_one(built
         assert searcher.thresholds_for(evidence(0.5, "clauses")) == searcher.calibration  # none fitted
     finally:
         built.index.calibration = {}
+
+
+def test_routing_names_a_machine_or_a_requirement_and_falls_back(built, model):
+    from cellar.retrieval.routing import Router, field_values, route
+
+    values = field_values(built.index.notebooks)
+    assert values["t2-0457"] == ("machine", "T2-0457") and "2017-03-02" not in values  # dates are not routed
+    sources = ("notebook", "document", "clauses", "records")
+    assert route("leakage on t2-0457?", values, sources).fields == (("machine", "T2-0457"),)
+    assert route("what cross-section must the conductor have", values, sources).sources == ("clauses",)
+    assert route("Welke doorsnede is vereist?", values, sources).rule == "normative"
+    assert route("forepeak tank volume", values, sources).rule == "none"
+    assert route("leakage on T2-0457", values, ("notebook",)).rule == "none"  # no records to route to
+
+    router = Router(Searcher(built.index, model))
+    answer = router.search("leakage on the cooling water pump T2-0457", k=3)
+    assert answer["route"]["rule"] == "field" and answer["route"]["fields"] == {"machine": "T2-0457"}
+    shown = answer["notebooks"] or answer["closest"]
+    assert {nb["meta"]["fields"]["machine"] for nb in shown} == {"T2-0457"} or answer["route"]["fell_back"]
+    fell = router.search("must the tug carry a spare propeller", k=3)  # no clause says so
+    assert fell["route"]["rule"] == "normative" and fell["route"]["fell_back"]
+    assert fell["route"]["sources"][0] == "clauses" and set(fell["route"]["sources"]) == set(router.sources)

@@ -1,5 +1,5 @@
 """`cellar eval SHARD GOLD.jsonl [--json] [--mode bm25|dense|hybrid|all] [--calibration
-out-of-sample|stored] [--folds K] [--model DIR]`: the scorecard of a shard on a gold set
+out-of-sample|stored] [--folds K] [--route] [--model DIR]`: the scorecard of a shard on a gold set
 (shared/gold/README.md): notebook hit@1/3/5, the cells (cell_hit@5: among the hits and
 neighbourhood of the top 5 notebooks, as the product shows them; cell_strict@5: among their hits
 alone; cell_first: the top notebook's first hit), MRR, refusal recall, false refusal rate, the
@@ -66,6 +66,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help=f"folds of the out-of-sample calibration (default {FOLDS})",
     )
     parser.add_argument(
+        "--route", action="store_true", help="route each question to one source first (cellar.retrieval.routing)"
+    )
+    parser.add_argument(
         "--model",
         default=str(default_model_dir()),
         metavar="DIR",
@@ -83,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     modes = MODES if args.mode == "all" else (args.mode,)
     try:
-        cards = scorecards(searcher, gold, modes, args.calibration, args.folds)
+        cards = scorecards(searcher, gold, modes, args.calibration, args.folds, args.route)
     except ValueError as error:
         print(f"cellar eval: {error}", file=sys.stderr)
         return 2

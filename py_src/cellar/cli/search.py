@@ -1,9 +1,10 @@
 """`cellar search SHARD QUERY [--k N] [--json] [--year-from Y] [--year-to Y] [--project P]
 [--path-prefix PREFIX] [--kind KIND ...] [--include-deprecated] [--source SOURCE ...]
-[--field KEY=VALUE ...] [--model DIR]`: search a shard.
+[--field KEY=VALUE ...] [--route] [--model DIR]`: search a shard.
 
 --source keeps notebooks, documents, clause collections or records (repeatable); --field keeps
-the service notes whose structured field KEY is VALUE (`--field machine=T2-0457`).
+the service notes whose structured field KEY is VALUE (`--field machine=T2-0457`). --route asks
+one source first and falls back to all (cellar.retrieval.routing) and says what it searched.
 
 Prints the answer contract of DESIGN.md as JSON (--json) or a readable listing. Exit status: 0
 with an answer; 3 when the answer is a refusal; 2 for unusable arguments or an unusable shard
@@ -21,6 +22,7 @@ from cellar.records import Answer
 from cellar.retrieval.embedding import default_model_dir, load_model
 from cellar.retrieval.filters import SOURCES
 from cellar.retrieval.index import KINDS
+from cellar.retrieval.routing import Router
 from cellar.retrieval.search import Filters, Searcher
 from cellar.retrieval.shard import ShardError, open_shard
 
@@ -33,6 +35,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("query", metavar="QUERY")
     parser.add_argument("--k", type=int, default=3, help="notebooks to return (default 3)")
     parser.add_argument("--json", action="store_true", help="print the answer as JSON")
+    parser.add_argument(
+        "--route",
+        action="store_true",
+        help="ask one source first (a machine id: its notes; a requirement: the standards)",
+    )
     add_filter_arguments(parser)
     parser.add_argument(
         "--model",
@@ -83,7 +90,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"cellar search: {error}", file=sys.stderr)
         return 2
     try:
-        answer = searcher.search(args.query, k=args.k, filters=filters)
+        if args.route:
+            answer = Router(searcher).search(args.query, k=args.k, filters=filters)
+        else:
+            answer = searcher.search(args.query, k=args.k, filters=filters)
     except (ShardError, OSError) as error:  # a file read on demand that is missing or damaged
         print(f"cellar search: {error}", file=sys.stderr)
         return 2
@@ -111,5 +121,10 @@ def listing(answer: Answer) -> str:
                 where = f"{hit.get('source', 'document')} {hit['citation']}"
             quote = " ".join(hit["quote"].split())[:100]
             lines.append(f"   - {where}: {quote}")
+    if "route" in answer:
+        route = answer["route"]
+        lines.append(
+            f"searched {', then '.join(route['sources'])} ({route['rule']} rule{', fell back' if route['fell_back'] else ''})"
+        )
     lines.append(f"({answer['timings_ms']['total']:.1f} ms)")
     return "\n".join(lines)

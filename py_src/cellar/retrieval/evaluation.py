@@ -19,11 +19,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from cellar.ingest.provenance import revision
+from cellar.retrieval.routing import Router
 from cellar.retrieval.search import Searcher, refuses, unknown_words_left_to_meaning
 
 FOLDS = 5  # k of the out-of-sample calibration (cross_validate)
@@ -128,6 +130,7 @@ def evaluate(
     gold: Sequence[Mapping[str, Any]],
     mode: str = "hybrid",
     thresholds: Sequence[Mapping[str, float]] | None = None,
+    routed: bool = False,
 ) -> dict[str, Any]:
     """The scorecard of ``searcher`` on ``gold``: overall, ``by_kind`` and ``by_lang``, with
     latency p50/p95 of a whole search and per stage.
@@ -140,11 +143,17 @@ def evaluate(
     judged: list[dict[str, Any]] = []
     latencies: list[float] = []
     stages: dict[str, list[float]] = {}
+    router = Router(searcher) if routed else None
     for i, row in enumerate(gold):
-        ranking = searcher.rank(row["query"], k=5, mode=mode)
+        verdict: Callable[[Any], bool] = lambda ranking: ranking.refused  # noqa: E731
         if thresholds is not None:
-            refused = not ranking.notebooks or refuses(ranking.evidence, thresholds[i])
-            ranking = replace(ranking, refused=refused)
+            verdict = partial(_refused_by, thresholds[i])
+        if router is not None:  # the routed source first, all of them when its thresholds refuse
+            ranking = router.rank(row["query"], k=5, mode=mode, refused=verdict)[0]
+        else:
+            ranking = searcher.rank(row["query"], k=5, mode=mode)
+        if thresholds is not None:
+            ranking = replace(ranking, refused=verdict(ranking))
         answer = searcher.answer(ranking)
         judged.append({**judge(row, answer), "kind": row.get("kind"), "lang": row.get("lang")})
         latencies.append(answer["timings_ms"]["total"])
@@ -162,6 +171,10 @@ def evaluate(
             for value in values
         }
     return card
+
+
+def _refused_by(thresholds: Mapping[str, float], ranking: Any) -> bool:
+    return not ranking.notebooks or refuses(ranking.evidence, thresholds)
 
 
 def assign_folds(gold: Sequence[Mapping[str, Any]], folds: int = FOLDS) -> list[int]:
@@ -221,6 +234,7 @@ def scorecards(
     modes: Sequence[str] = ("hybrid",),
     calibration: str = "out-of-sample",
     folds: int = FOLDS,
+    routed: bool = False,
 ) -> dict[str, dict[str, Any]]:
     """One scorecard per mode (``evaluate``), each with a ``calibration`` entry saying how refusal
     was judged: ``out-of-sample`` (the default: ``cross_validate``) or ``stored`` (the shard's own
@@ -232,7 +246,10 @@ def scorecards(
         thresholds, how = cross_validate(searcher, gold, folds)
     else:
         raise ValueError(f"unknown calibration {calibration!r}; choose from {list(CALIBRATIONS)}")
-    return {mode: {**evaluate(searcher, gold, mode, thresholds), "calibration": how} for mode in modes}
+    return {
+        mode: {**evaluate(searcher, gold, mode, thresholds, routed), "calibration": how, "routed": routed}
+        for mode in modes
+    }
 
 
 def calibrate(searcher: Searcher, gold: Sequence[Mapping[str, Any]], max_false: float = 0.10) -> dict[str, Any]:
