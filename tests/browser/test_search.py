@@ -143,6 +143,7 @@ def test_the_page_answers_as_cpython_refuses_filters_and_speaks_dutch(page, site
     years = page.locator("#notebooks .notebook .meta").all_inner_texts()
     assert len(years) == 3 and all(int(text.split("year ")[1][:4]) <= 2019 for text in years)
     page.get_by_role("button", name="Clear filters").click()
+    page.get_by_label("Source").select_option("notebook")  # cleared with the rest
     expect(page.locator("#notebooks .notebook .path", has_text="24-007")).to_have_count(1)
     page.get_by_label("code (49)").check()
     expect(page.locator("#notebooks .notebook").first.locator(".badge").first).to_have_text("code")

@@ -27,7 +27,7 @@ class _Extractor(HTMLParser):
         self.parts: list[str] = []
         self.length = 0
         self.units: list[Unit] = []
-        self.block: tuple[str, int, int] | None = None  # (kind or hN, start, depth in a table)
+        self.block: tuple[str, int, int] | None = None  # (kind or hN, start, its first part)
         self.dropped = 0
         self.table = 0
         self.pre = 0
@@ -47,22 +47,28 @@ class _Extractor(HTMLParser):
         self.close_block()
         if self.length:
             self.write("\n\n")
-        self.block = (kind, self.length, self.table)
+        self.block = (kind, self.length, len(self.parts))
 
     def close_block(self) -> None:
+        """End the open block: the white space written at its end is taken back (part by part,
+        never re-joining the whole text, so a long page costs linear time) and its unit noted."""
         if self.block is None:
             return
-        kind, start, _ = self.block
+        kind, start, first_part = self.block
         self.block = None
-        text = "".join(self.parts)[start:].rstrip()
-        end = start + len(text)
-        if self.length > end:  # drop the trailing white space written inside the block
-            joined = "".join(self.parts)[:end]
-            self.parts, self.length = [joined], end
+        while len(self.parts) > first_part:
+            last = self.parts[-1]
+            kept = last.rstrip()
+            self.length -= len(last) - len(kept)
+            if kept:
+                self.parts[-1] = kept
+                break
+            self.parts.pop()
+        end = self.length
         if end <= start:
             return
         if kind in HEADINGS:
-            title = " ".join(text.split())
+            title = " ".join("".join(self.parts[first_part:]).split())
             self.units.append(Unit("heading", start, end, HEADINGS[kind], title))
         else:
             self.units.append(Unit(kind, start, end))
