@@ -326,11 +326,16 @@ function table(text) {
 }
 
 function neighbourhood(notebook) {
+  const isDocument = notebook.neighbourhood.some((entry) => entry.citation !== undefined);
+  const place = (entry) => (entry.citation !== undefined || isDocument
+    ? element("cite", { textContent: entry.citation ?? "section" })
+    : element("a", { href: viewerUrl(notebook, entry), textContent: `cell ${entry.cell}${entry.output !== undefined ? `, output ${entry.output}` : ""}` }));
   return element("details", { className: "neighbourhood" },
-    element("summary", { textContent: "Context: the heading above, the cell and the next two cells" }),
+    element("summary", { textContent: isDocument
+      ? "Context: the section, the passage and the next two in it"
+      : "Context: the heading above, the cell and the next two cells" }),
     element("ol", {}, ...notebook.neighbourhood.map((entry) => element("li", {},
-      element("p", { className: "hit-head" }, badge(entry.kind), " ",
-        element("a", { href: viewerUrl(notebook, entry), textContent: `cell ${entry.cell}${entry.output !== undefined ? `, output ${entry.output}` : ""}` })),
+      element("p", { className: "hit-head" }, badge(entry.kind), " ", place(entry)),
       quote(entry.text, entry.marks ?? [])))));
 }
 

@@ -78,6 +78,7 @@ class NeighbourhoodEntry(TypedDict):
     kind: str
     text: str  # the chunk's quote, cut at a length limit
     output: NotRequired[int]  # an output's entry; absent for a cell's source
+    citation: NotRequired[str]  # a document block's citation (a document's context)
 
 
 class NotebookResult(TypedDict):

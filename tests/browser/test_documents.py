@@ -21,6 +21,12 @@ def test_a_clause_is_cited_by_its_path_and_a_note_filtered_by_machine(page, site
     expect(best.locator(".path")).to_have_text("standards/cvs-210-2019.clauses.xml")
     expect(best.locator(".hit cite").first).to_contain_text("CVS 210:2019 §6.3.2 b")
     expect(best.locator(".hit").first).to_contain_text("cross-section of at least 16 mm2")
+    context = best.locator("details.neighbourhood")
+    context.locator("summary").click()
+    expect(context.locator("li").first).to_contain_text(
+        "6 Electrical safety > 6.3 Earthing > 6.3.2 Earthing of pump motors"
+    )
+    expect(context).to_contain_text("CVS 210:2019 §6.3.2 note 1")
     screenshot("search-clause")
 
     page.get_by_label("machine").select_option("T3-0112")
@@ -28,6 +34,7 @@ def test_a_clause_is_cited_by_its_path_and_a_note_filtered_by_machine(page, site
     box.fill(question)
     box.press("Enter")
     answered(page, question)
+    expect(page.locator(".notebook h3").first).to_contain_text("T3-")
     # Answered or (under the site's default thresholds, calibrated on notebooks) refused with the
     # closest note shown: either way only that machine's notes, each cited by its id.
     notes = page.locator(".notebook h3").all_inner_texts()
@@ -35,11 +42,15 @@ def test_a_clause_is_cited_by_its_path_and_a_note_filtered_by_machine(page, site
     expect(page.locator(".notebook .hit cite").first).to_contain_text("T3-2018-01603")
     screenshot("search-note-by-machine")
 
-    page.get_by_role("button", name="Clear filters").click()
+    # (activated from the keyboard: a pointer click here was lost in headless Chromium after the
+    # machine select's change, while a script's click works; the page clears either way)
+    page.get_by_role("button", name="Clear filters").press("Enter")
+    expect(page.get_by_label("machine")).to_have_value("")
     page.get_by_label("Source").select_option("clauses")
     question = "how often must sea chest valves be inspected"
     box.fill(question)
     box.press("Enter")
     answered(page, question)
-    paths = page.locator(".notebook .path").all_inner_texts()  # the answer, or a refusal's closest
-    assert paths and set(paths) == {"standards/cvs-210-2019.clauses.xml"}, paths
+    shown = page.locator(".notebook .path")  # the answer, or a refusal's closest
+    expect(shown.first).to_have_text("standards/cvs-210-2019.clauses.xml")
+    assert set(shown.all_inner_texts()) == {"standards/cvs-210-2019.clauses.xml"}

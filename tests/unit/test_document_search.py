@@ -222,3 +222,12 @@ def test_routing_names_a_machine_or_a_requirement_and_falls_back(built, model):
     fell = router.search("must the tug carry a spare propeller", k=3)  # no clause says so
     assert fell["route"]["rule"] == "normative" and fell["route"]["fell_back"]
     assert fell["route"]["sources"][0] == "clauses" and set(fell["route"]["sources"]) == set(router.sources)
+
+
+def test_a_document_hit_opens_on_its_section_with_the_blocks_that_follow(built, model):
+    answer = Searcher(built.index, model).search("copper conductor for earthing the hull", k=1)
+    context = answer["notebooks"][0]["neighbourhood"]
+    assert context[0] == {"cell": None, "kind": "heading", "text": "6 Earthing > 6.3.2 Earthing of the hull"}
+    assert [entry["citation"] for entry in context[1:]] == ["NEN 3140:2018 §6.3.2 b"]  # the last of its section
+    notebook_like = Searcher(built.index, model).search("forepeak tank ballast volume", k=1)["notebooks"][0]
+    assert notebook_like["neighbourhood"][0]["text"] == "Ballast report > 3.2 Ballast arrangement"

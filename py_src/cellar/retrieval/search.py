@@ -63,6 +63,7 @@ from cellar.records import KINDS, Answer, Hit, NeighbourhoodEntry, NotebookResul
 from cellar.retrieval.analysis import Analyzer
 from cellar.retrieval.answer_cell import intent, order_hits
 from cellar.retrieval.bilingual import QUESTION_WORDS, Reading, Translator, load_table, read_in_english
+from cellar.retrieval.context import TEXT_LIMIT, section_context
 from cellar.retrieval.embedding import StaticModel
 from cellar.retrieval.filters import Filters
 from cellar.retrieval.index import Index
@@ -75,7 +76,6 @@ CORROBORATING_KINDS = 3  # other kinds that may add to the bonus
 STALE_FACTOR = 0.5
 HITS_PER_NOTEBOOK = 5
 NEIGHBOUR_CELLS = 2  # cells after the best hit's cell
-TEXT_LIMIT = 1200  # characters of a neighbourhood entry
 MODES = ("bm25", "dense", "hybrid")
 TRANSLATION_WEIGHT = 0.5  # BM25 weight of a Dutch word's English translations (bilingual.Reading)
 # The values calibrated on ../shared/gold/dev.jsonl (52 answerable, 8 out-of-scope questions over
@@ -499,7 +499,7 @@ class Searcher:
             "title": entry["title"],
             "meta": entry["meta"],
             "hits": hits,
-            "neighbourhood": neighbourhood(records, hits[0]["cell"]) if hits else [],
+            "neighbourhood": _context(records, hits[0]) if hits else [],
         }
         if "entry" in entry:  # a service note: one of the entries of its records file
             result["entry"] = entry["entry"]
@@ -542,6 +542,13 @@ def neighbourhood(records: Sequence[Mapping[str, Any]], cell: int | None) -> lis
             entry["output"] = record["output"]
         entries.append(entry)
     return entries
+
+
+def _context(records: Sequence[Mapping[str, Any]], hit: Hit) -> list[NeighbourhoodEntry]:
+    """A hit's context: a notebook's ``neighbourhood``; a document's ``section_context``."""
+    if "citation" in hit:
+        return section_context(records, hit["chunk_id"])
+    return neighbourhood(records, hit["cell"])
 
 
 def _heading_above(records: Sequence[Mapping[str, Any]], cell: int) -> NeighbourhoodEntry | None:
