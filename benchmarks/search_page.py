@@ -1,7 +1,9 @@
-"""The search page in headless Chromium: time to first result, bytes fetched before it, and
-search latency in the page, on the demo shard and on the shard of ../shared/corpus.
+"""The search page in headless Chromium: time to first result, bytes fetched before it, search
+latency, bytes per query and the tab's memory, on the demo shard, the shard of ../shared/corpus
+and any prebuilt shard (e.g. the 41,000-notebook synthetic archive's).
 
     .venv/bin/python benchmarks/search_page.py [--rounds 3] [--corpus ../shared/corpus]
+        [--shard NAME=SHARD_DIR ...] [--gold GOLD.jsonl]
 
 Time to first result: the page opened with ?q=<question>, until its answer is drawn (page clock,
 from navigation start), cold (a fresh browser context: empty HTTP cache, no service worker) and
@@ -12,9 +14,12 @@ same run, interleaved; the ratio says what search adds on top of the runtime its
 
 Bytes: what the server sent (response bodies) for requests that started before the first result
 was drawn, in the cold run. Latency: every gold question through window.cellar.search in a warm
-page, measured in the page (round trips to the worker and fragment fetches included), once with
-fragments still to fetch and once more with them in place. Needs a built site (build.py site);
-the corpus shard is written into a temporary site that shares everything else with site/.
+page, measured in the page (round trips to the worker and shard fetches included), once with the
+files it needs still to fetch (cold: "first") and once more with them in place ("repeat"); the
+bytes the server sent while each cold question ran. Memory: the proportional set size (PSS,
+by psutil) of the browser's renderer processes (the page, its worker with
+Pyodide, the service worker) after the first 20 questions. Needs a built site (build.py site);
+every other shard is served from a temporary site that shares everything else with site/.
 """
 
 from __future__ import annotations
@@ -31,10 +36,11 @@ import time
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 
+import psutil  # installed with the dask extra (distributed needs it)
 from playwright.sync_api import sync_playwright
 
 from cellar.site.server import SiteRequestHandler
-from chromium import CHROMIUM_ARGS, bare_site, wait_for
+from chromium import CHROMIUM_ARGS, bare_site, site_around, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT_MS = 180_000
@@ -95,31 +101,51 @@ def bare_round(browser, server) -> dict:
     return times
 
 
+MEMORY_AFTER = 20  # questions asked before the tab's memory is read
+
+
 def latencies(browser, server, queries: list[str]) -> dict:
+    """Per pass ("first": cold, "repeat"): page and Python ms per question; for the cold pass the
+    bytes the server sent while each question ran, and the renderer memory after MEMORY_AFTER."""
     context = browser.new_context()
     page = context.new_page()
     page.set_default_timeout(TIMEOUT_MS)
     page.goto(f"http://127.0.0.1:{server.server_port}/")
     wait_for(page, "document.body.dataset.searchReady === 'true'", timeout_ms=TIMEOUT_MS)
-    passes = page.evaluate(
-        """async (queries) => {
-        const passes = [];
-        for (let pass = 0; pass < 2; pass++) {
-            const page = [], python = [];
-            for (const query of queries) {
+    origin = page.evaluate("performance.timeOrigin")
+    passes, memory = {}, None
+    for name in ("first", "repeat"):
+        times = {"page": [], "python": [], "bytes": []}
+        for number, query in enumerate(queries):
+            server.sent.clear()
+            start, end, python = page.evaluate(
+                """async (query) => {
                 const start = performance.now();
                 const answer = await window.cellar.search(query, {k: 5});
-                page.push(performance.now() - start);
-                python.push(answer.timings_ms.total);
-            }
-            passes.push({page, python});
-        }
-        return passes;
-    }""",
-        queries,
-    )
+                return [start, performance.now(), answer.timings_ms.total];
+            }""",
+                query,
+            )
+            times["page"].append(end - start)
+            times["python"].append(python)
+            times["bytes"].append(sum(size for at, size, _ in server.sent if origin + start <= at <= origin + end))
+            if name == "first" and number + 1 == MEMORY_AFTER:
+                memory = renderer_pss_mb()
+        passes[name] = times
     context.close()
-    return {name: passes[i] for i, name in enumerate(("first", "repeat"))}
+    return {"passes": passes, "memory_mb": memory}
+
+
+def renderer_pss_mb() -> float:
+    """The PSS of the renderer processes of the Chromium this script drives, in MB."""
+    total = 0
+    for process in psutil.Process().children(recursive=True):
+        try:
+            if any(part.startswith("--type=renderer") for part in process.cmdline()):
+                total += process.memory_full_info().pss
+        except psutil.NoSuchProcess:
+            continue
+    return total / 1e6
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -142,11 +168,8 @@ def corpus_site(site: Path, corpus: Path, gold: Path | None, into: Path) -> Path
     )
     if not (into / "shard/manifest.json").is_file():
         raise SystemExit(f"cellar index {corpus} wrote no shard")
-    for entry in site.iterdir():
-        if entry.name not in ("shard", "archive"):
-            (into / entry.name).symlink_to(entry)
     (into / "archive").symlink_to(corpus)
-    return into
+    return site_around(site, into)
 
 
 def main() -> int:
@@ -154,6 +177,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--corpus", type=Path, default=ROOT.parent / "shared" / "corpus")
     parser.add_argument("--chromium", default="/usr/bin/chromium")
+    parser.add_argument("--shard", action="append", default=[], metavar="NAME=SHARD_DIR", help="a prebuilt shard")
+    parser.add_argument("--gold", type=Path, help="the questions for --shard (default: the corpus's dev.jsonl)")
     args = parser.parse_args()
     site = ROOT / "site"
     if not (site / "build.json").exists():
@@ -161,14 +186,23 @@ def main() -> int:
         return 1
     demo_gold = ROOT / "demo" / "gold.jsonl"
     corpus_gold = args.corpus.parent / "gold" / "dev.jsonl"
-    with bare_site(site) as bare_root, tempfile.TemporaryDirectory() as corpus_root:
+    with bare_site(site) as bare_root, tempfile.TemporaryDirectory() as temporary:
         sites = {"demo": (site, json.loads(demo_gold.read_text().splitlines()[0])["query"], gold_queries(demo_gold))}
+        gold = corpus_gold if corpus_gold.is_file() else None
+        queries = gold_queries(gold) if gold else ["friction factor of a pipe"]
         if args.corpus.is_dir():
-            gold = corpus_gold if corpus_gold.is_file() else None
-            queries = gold_queries(gold) if gold else ["friction factor of a pipe"]
-            sites["corpus"] = (corpus_site(site, args.corpus, gold, Path(corpus_root)), queries[0], queries)
+            into = Path(temporary, "corpus")
+            into.mkdir()
+            sites["corpus"] = (corpus_site(site, args.corpus, gold, into), queries[0], queries)
         else:
             print(f"{args.corpus} not found: the corpus shard is left out", file=sys.stderr)
+        for named in args.shard:
+            name, _, shard = named.partition("=")
+            into = Path(temporary, name)
+            into.mkdir()
+            (into / "shard").symlink_to(Path(shard).resolve())
+            asked = gold_queries(args.gold) if args.gold else queries
+            sites[name] = (site_around(site, into), asked[0], asked)
         servers = {name: serve(root) for name, (root, _, _) in sites.items()}
         bare_server = serve(Path(bare_root))
         runs = {name: [] for name in [*sites, "bare"]}
@@ -200,14 +234,20 @@ def main() -> int:
         )
     print("warm: the second reload; MB: sent by the server before the first result, cold")
     print("questions: " + "; ".join(f"{name} {query!r}" for name, (_, query, _) in sites.items()))
-    print("\nSearch latency in the page (ms; window.cellar.search, k=5; python = timings_ms.total)")
-    print(f"{'':8} {'queries':>7} {'pass':>7} {'p50':>7} {'p95':>7} {'python p50':>11} {'python p95':>11}")
-    for name, passes in latency.items():
-        for pass_name, values in passes.items():
+    print("\nSearch latency in the page (ms; window.cellar.search, k=5; python = timings_ms.total), and the")
+    print(f"kB the server sent per question; memory: renderer PSS (MB) after {MEMORY_AFTER} cold questions")
+    print(
+        f"{'':8} {'queries':>7} {'pass':>7} {'p50':>7} {'p95':>7} {'python p50':>11} {'python p95':>11}"
+        f" {'kB p50':>8} {'kB p95':>8} {'memory':>7}"
+    )
+    for name, measured in latency.items():
+        for pass_name, values in measured["passes"].items():
+            memory = measured["memory_mb"] if pass_name == "first" and measured["memory_mb"] is not None else None
             print(
                 f"{name:8} {len(values['page']):7} {pass_name:>7} {percentile(values['page'], 0.5):7.1f} "
                 f"{percentile(values['page'], 0.95):7.1f} {percentile(values['python'], 0.5):11.1f} "
-                f"{percentile(values['python'], 0.95):11.1f}"
+                f"{percentile(values['python'], 0.95):11.1f} {percentile(values['bytes'], 0.5) / 1e3:8.0f}"
+                f" {percentile(values['bytes'], 0.95) / 1e3:8.0f} {'' if memory is None else f'{memory:7.0f}'}"
             )
     return 0
 

@@ -98,3 +98,55 @@ def screenshot(page) -> callable:
         return path
 
     return take
+
+
+# -- what search tests share ------------------------------------------------------------------
+
+
+def site_around(site: Path, into: Path) -> Path:
+    """`into` (holding a shard, maybe an archive) made a site by linking everything else from `site`."""
+    for entry in site.iterdir():
+        if not (into / entry.name).exists():
+            (into / entry.name).symlink_to(entry)
+    return into
+
+
+def shard_file_name(url: str) -> str | None:
+    """The shard file a request asks for (None: not a shard file)."""
+    return url.split("/shard/", 1)[1] if "/shard/" in url else None
+
+
+def answer_contract(answer: dict) -> dict:
+    """An answer without what only the page or the moment adds (timings, marks, rendered tables,
+    the closest notebooks of a refusal): what the page and CPython must agree on."""
+
+    def strip(items: list[dict]) -> list[dict]:
+        return [{k: v for k, v in item.items() if k not in ("marks", "table")} for item in items]
+
+    notebooks = [
+        {**nb, "hits": strip(nb["hits"]), "neighbourhood": strip(nb["neighbourhood"])} for nb in answer["notebooks"]
+    ]
+    return {**{k: v for k, v in answer.items() if k not in ("timings_ms", "closest")}, "notebooks": notebooks}
+
+
+def expected_fetches(shard_dir: Path, model, query: str, k: int) -> set[str]:
+    """The shard files a question needs from a cold shard: those CPython reads to answer it (the
+    postings partitions of its terms and of a Dutch question's English reading, the clusters its
+    vector probes, the containers of the notebooks it shows), and the containers of all its top
+    ``k`` notebooks, which the page fetches in one round before the refusal is judged (a refused
+    question shows only the closest). The page must fetch these, and nothing else."""
+    from cellar.retrieval.search import Searcher
+    from cellar.retrieval.shard import Shard
+
+    read: list[str] = []
+
+    def reader(name: str) -> bytes:
+        read.append(name)
+        return (shard_dir / name).read_bytes()
+
+    shard = Shard(reader, "counted")
+    opened = set(read)
+    searcher = Searcher(shard, model)
+    searcher.search(query, k=k)
+    top = {shard.container_name(n) for n, _, _ in searcher.rank(query, k=k).notebooks}
+    return (set(read) - opened) | top

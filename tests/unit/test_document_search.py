@@ -170,10 +170,11 @@ def test_a_note_is_embedded_with_its_glossary_expansions_the_same_way_cold_or_fr
     glossary = {"brg": "bearing", "repl": "replaced"}
     built = build_index_from_directory(tmp_path, model, glossary=glossary).index
     analyzer = Analyzer(AnalyzerSettings(glossary=tuple(glossary.items())))
-    note = built.chunks[0]
+    records = [record for n in range(len(built.notebooks)) for record in built.notebook_chunks(n)]
+    note = records[0]
     assert embedded_text(note, analyzer).endswith("\nbearing replaced bearing")
     assert embedded_text({**note, "meta": {}}, analyzer) == note["text"]  # only a note's text grows
-    cold = build_index(built.chunks, model, AnalyzerSettings(glossary=tuple(glossary.items())))
+    cold = build_index(records, model, AnalyzerSettings(glossary=tuple(glossary.items())))
     assert (cold.vectors == built.vectors).all() and (cold.scales == built.scales).all()
 
 
@@ -231,3 +232,21 @@ def test_a_document_hit_opens_on_its_section_with_the_blocks_that_follow(built, 
     assert [entry["citation"] for entry in context[1:]] == ["NEN 3140:2018 §6.3.2 b"]  # the last of its section
     notebook_like = Searcher(built.index, model).search("forepeak tank ballast volume", k=1)["notebooks"][0]
     assert notebook_like["neighbourhood"][0]["text"] == "Ballast report > 3.2 Ballast arrangement"
+
+
+def test_a_cached_records_file_gives_the_same_note_entries(tmp_path, model):
+    """A records file's part holds one container per note (``Part.entries``); the cache keeps
+    them, so a build from the cache has the same entries, containers and vectors as a cold one."""
+    archive = tmp_path / "archive"
+    archive.mkdir()
+    (archive / "pumps.records.csv").write_bytes(NOTES)
+    (archive / "report.md").write_text("# Report\n\n## 1 Pumps\n\nThe pumps were overhauled.\n", encoding="utf-8")
+    cold = build_index_from_directory(archive, model, cache=tmp_path / "cache")
+    warm = build_index_from_directory(archive, model, cache=tmp_path / "cache")
+    assert warm.reused == ["pumps.records.csv", "report.md"]
+    assert [entry.get("entry") for entry in warm.index.notebooks] == [
+        "T2-2017-04411", "T2-2018-00012", "T2-2019-00345", None,
+    ]  # fmt: skip
+    assert warm.index.notebooks == cold.index.notebooks and warm.index.containers == cold.index.containers
+    assert (warm.index.vectors == cold.index.vectors).all()
+    assert [r["quote"] for r in warm.index.notebook_chunks(1)] == ["lkg at sea chest flange; tightened bolts"]

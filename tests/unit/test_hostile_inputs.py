@@ -243,7 +243,7 @@ def test_the_index_batch_reports_every_hazard_and_indexes_the_rest(archive):
     assert [nb["path"] for nb in built.index.notebooks] == ["good.ipynb"]
     assert (built.files, built.skipped) == (1, len(expected))
     assert {problem.split(": ")[0] for problem in built.problems} == expected
-    assert not any("root:" in record["text"] for record in built.index.chunks)  # /etc/passwd stays out
+    assert not any("root:" in record["text"] for record in built.index.notebook_chunks(0))  # /etc/passwd stays out
 
 
 def test_the_chunk_command_reports_every_hazard_and_finishes(archive, capsys):

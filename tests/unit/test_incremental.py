@@ -15,7 +15,7 @@ from cellar.cli.progress import Progress
 from cellar.ingest.synth import generate_archive, mutate_archive
 from cellar.retrieval import scheduler
 from cellar.retrieval.embedding import default_model_dir
-from cellar.retrieval.index import build_index_from_directory
+from cellar.retrieval.index import PSEUDO_QUESTIONS, build_index_from_directory
 from cellar.retrieval.scheduler import SchedulerError, batches
 from cellar.retrieval.shard import shard_files
 
@@ -76,11 +76,15 @@ def test_a_moved_notebook_reuses_its_embeddings(archive, tmp_path, monkeypatch):
     new.parent.mkdir(parents=True)
     old.rename(new)
     encoded = []
-    monkeypatch.setattr(incremental.StaticModel, "encode", lambda self, texts: encoded.append(texts))
+    encode = incremental.StaticModel.encode
+    monkeypatch.setattr(
+        incremental.StaticModel, "encode", lambda self, texts: encoded.append(texts) or encode(self, texts)
+    )
     built = _build(root, cache)
     assert built.moved == [new.relative_to(root).as_posix()]
     assert built.removed == [old.relative_to(root).as_posix()]
-    assert not built.redone and encoded == []  # nothing embedded again
+    # No chunk embedded again: the one batch embedded is the index's pseudo-questions.
+    assert not built.redone and len(encoded) == 1 and len(encoded[0]) == PSEUDO_QUESTIONS
     monkeypatch.undo()
     assert shard_files(built.index) == _cold(root)
     paths = [entry["path"] for entry in built.index.notebooks]
@@ -97,8 +101,8 @@ def test_another_pipeline_redoes_everything(archive, tmp_path):
 def test_a_damaged_cache_entry_is_redone(archive, tmp_path):
     cache = tmp_path / "cache"
     _build(archive, cache)
-    entry = sorted(cache.glob("*/*.npy"))[0]
-    entry.write_bytes(b"not an array")
+    entry = sorted(cache.glob("*/*.bin"))[0]
+    entry.write_bytes(entry.read_bytes()[:-100])  # cut short, as by a copy that did not finish
     again = _build(archive, cache)
     assert len(again.redone) == 1 and len(again.reused) == 119
     assert shard_files(again.index) == _cold(archive)

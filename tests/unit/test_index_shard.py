@@ -52,7 +52,8 @@ def test_directory_build_reports_bad_files_and_goes_on(built):
 def test_chunks_are_contiguous_per_notebook(built):
     index = built.index
     for n, entry in enumerate(index.notebooks):
-        rows = index.chunks[entry["start"] : entry["end"]]
+        rows = index.notebook_chunks(n)
+        assert len(rows) == entry["end"] - entry["start"]
         assert {record["path"] for record in rows} == {entry["path"]}
         assert np.all(index.chunk_notebook[entry["start"] : entry["end"]] == n)
         assert entry["status"] == "unchecked" and entry["rendered"] is None and entry["title"]
@@ -106,7 +107,7 @@ def test_unchanged_files_keep_their_names(built):
 def test_shard_opens_from_bytes(built):
     files = shard_files(built.index)
     shard = Shard(files.__getitem__, "memory")
-    assert shard.fragment(0)[0]["id"] == built.index.chunks[0]["id"]
+    assert shard.fragment(0)[0]["id"] == built.index.notebook_chunks(0)[0]["id"]
 
 
 def test_a_reader_that_lacks_files_is_told_which(built):

@@ -127,10 +127,10 @@ def test_the_index_holds_fresh_outputs_for_clean_and_drifted_and_saved_ones_for_
     fuel = entries[FUEL]
     assert fuel["revision"] == revision((DEMO / FUEL).read_bytes())
     assert fuel["rendered"] == revision((demo_fresh / FUEL).read_bytes())
-    quotes = " ".join(record["quote"] for record in index.chunks[fuel["start"] : fuel["end"]])
+    quotes = " ".join(record["quote"] for record in index.notebook_chunks(index.notebooks.index(fuel)))
     saved_total, fresh_total = "HFO for the voyage (main engine): 797 t", "HFO for the voyage (main engine): 772 t"
     assert saved_total in (DEMO / FUEL).read_text() and fresh_total in quotes and saved_total not in quotes
-    assert {record["revision"] for record in index.chunks[fuel["start"] : fuel["end"]]} == {fuel["revision"]}
+    assert {record["revision"] for record in index.notebook_chunks(index.notebooks.index(fuel))} == {fuel["revision"]}
     answer = Searcher(index, model).search("HFO for the voyage main engine Rotterdam Singapore")
     best = answer["notebooks"][0]
     assert best["path"] == FUEL and best["status"] == "drifted" and "fresh outputs" in best["note"]
@@ -138,7 +138,7 @@ def test_the_index_holds_fresh_outputs_for_clean_and_drifted_and_saved_ones_for_
     stale = entries[DIEPGANG]
     assert stale["status"] == "stale" and "diepgangen_22031.csv" in stale["reason"]
     saved = [chunk.record()["quote"] for chunk in chunk_file(DEMO / DIEPGANG, DEMO).chunks]
-    assert [record["quote"] for record in index.chunks[stale["start"] : stale["end"]]] == saved
+    assert [record["quote"] for record in index.notebook_chunks(index.notebooks.index(stale))] == saved
 
 
 def test_a_notebook_changed_since_its_rerender_is_indexed_unchecked(demo_fresh, tmp_path):
@@ -151,7 +151,9 @@ def test_a_notebook_changed_since_its_rerender_is_indexed_unchecked(demo_fresh, 
     entry = next(entry for entry in built.index.notebooks if entry["path"] == FUEL)
     assert entry["status"] == "unchecked" and entry["rendered"] is None
     assert [problem for problem in built.problems if problem.startswith(f"{FUEL}: changed since it was re-rendered")]
-    assert "797 t" in " ".join(built.index.chunks[i]["quote"] for i in range(entry["start"], entry["end"]))
+    assert "797 t" in " ".join(
+        record["quote"] for record in built.index.notebook_chunks(built.index.notebooks.index(entry))
+    )
     with pytest.raises(ValueError, match=r"report.json: no re-render report here"):
         build_index_from_directory(archive, load_model(MODEL), rerendered=tmp_path / "nothing")
 

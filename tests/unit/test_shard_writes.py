@@ -26,13 +26,13 @@ from cellar.cli import main
 from cellar.ingest.provenance import revision
 from cellar.retrieval.embedding import default_model_dir, load_model
 from cellar.retrieval.index import build_index_from_directory
+from cellar.retrieval.packing import canonical
 from cellar.retrieval.search import Searcher
 from cellar.retrieval.shard import (
     MANIFEST,
     Shard,
     ShardBusy,
     ShardError,
-    _canonical,
     open_shard,
     shard_files,
     shard_lock,
@@ -229,7 +229,7 @@ def test_a_file_that_is_not_gzip_but_matches_its_hash_is_named_as_such(tmp_path,
     files[name] = b"not gzip data"
     manifest.pop("checksum")
     manifest["files"][name] = {"bytes": 13, "sha256": revision(b"not gzip data")}
-    manifest["checksum"] = revision(_canonical(manifest))
+    manifest["checksum"] = revision(canonical(manifest))
     files[MANIFEST] = json.dumps(manifest).encode()
     with pytest.raises(ShardError, match=rf"^shard/{re.escape(name)}: damaged, not gzip data"):
         Shard(files.__getitem__)

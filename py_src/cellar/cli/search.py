@@ -18,10 +18,9 @@ import argparse
 import json
 import sys
 
-from cellar.records import Answer
+from cellar.records import KINDS, Answer
 from cellar.retrieval.embedding import default_model_dir, load_model
 from cellar.retrieval.filters import SOURCES
-from cellar.retrieval.index import KINDS
 from cellar.retrieval.routing import Router
 from cellar.retrieval.search import Filters, Searcher
 from cellar.retrieval.shard import ShardError, open_shard

@@ -54,20 +54,30 @@ class BM25:
         column = {term: j for j, term in enumerate(terms)}
         # np.repeat and np.bincount want native (intp) integers, and Pyodide (wasm32) is 32-bit.
         lengths = np.fromiter(map(len, docs), dtype=np.intp, count=n_docs)
-        cols = np.fromiter((column[t] for doc in docs for t in doc), dtype=np.int64, count=int(lengths.sum()))
-        rows = np.repeat(np.arange(n_docs, dtype=np.int64), lengths)
-        # Sorting the pair keys col * N + row puts them straight into CSC order; the run lengths
-        # of equal keys are the term frequencies.
-        keys, tf = np.unique(cols * n_docs + rows, return_counts=True)
-        pair_cols, pair_rows = (a.astype(np.intp) for a in np.divmod(keys, n_docs))
-        df = np.bincount(pair_cols, minlength=len(terms))
+        # Every occurrence as one int64 key col * N + row, sorted: CSC order, with a term's repeats
+        # in a document side by side (their run length is its frequency). At millions of chunks
+        # these arrays are an index build's peak memory, so they are made and reduced in place.
+        keys = np.fromiter((column[t] for doc in docs for t in doc), dtype=np.int64, count=int(lengths.sum()))
+        keys *= n_docs
+        keys += np.repeat(np.arange(n_docs, dtype=np.int64), lengths)
+        keys.sort()
+        runs = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1]))) if len(keys) else keys[:0]
+        tf = np.diff(np.append(runs, len(keys)))
+        keys = keys[runs]
+        del runs
+        indptr = np.searchsorted(keys, np.arange(len(terms) + 1, dtype=np.int64) * n_docs).astype(np.int64)
+        pair_rows = (keys % n_docs).astype(np.int32)
+        del keys
+        df = np.diff(indptr)
         idf = np.log1p((n_docs - df + 0.5) / (df + 0.5))
         avgdl = lengths.mean() or 1.0  # every document empty: no pairs, any positive value will do
         norm = k1 * (1 - b + b * lengths / avgdl)
-        data = idf[pair_cols] * tf / (tf + norm[pair_rows])
-        indptr = np.zeros(len(terms) + 1, dtype=np.int64)
-        np.cumsum(df, out=indptr[1:])
-        matrix = cls(terms, data.astype(np.float32), pair_rows.astype(np.int32), indptr, n_docs, k1, b)
+        denominator = norm[pair_rows]
+        denominator += tf
+        data = np.repeat(idf, df.astype(np.intp))  # idf of each pair's column (the columns ascend)
+        data *= tf
+        data /= denominator
+        matrix = cls(terms, data.astype(np.float32), pair_rows, indptr, n_docs, k1, b)
         matrix.avgdl = float(avgdl)
         return matrix
 

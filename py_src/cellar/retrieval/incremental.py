@@ -1,16 +1,16 @@
 """Incremental index builds: the per-notebook work (chunk, analyse, embed) and its cache.
 
 In: an archive file's bytes (read and checked in the main process), the pipeline's settings.
-Out: a ``Part``: that file's chunk records with their BM25 terms and float32 embeddings, its cell
-count, title and problems; ``cellar.retrieval.index`` assembles parts into an Index in path order,
+Out: a ``Part``: that file's chunk records packed in its shard container, their BM25 terms, int8
+vectors, cells, outputs and kinds, its notebook-table fields and problems; ``cellar.retrieval.index`` assembles parts into an Index in path order,
 so an index made from cached parts is the same, byte for byte, as one made cold.
 
 The cache is addressed by content: ``key`` is the SHA-256 of the file's bytes, the pipeline's
 version (``pipeline_version``: the cellar version, the SHA-256 of the chunking and analysis source
 code, the model's SHA-256, the analyser settings with the glossary, the metadata rules) and, for
 a notebook indexed with its fresh outputs, its re-render report entry and the fresh notebook's
-bytes. An entry is ``<dir>/<key[:2]>/<key>.json`` (records, terms, cell count, title, problems)
-plus ``<key>.npy`` (the embeddings). An unchanged notebook is read from it; a moved one (the same
+bytes. An entry is one file, ``<dir>/<key[:2]>/<key>.bin`` (``cellar.retrieval.packing``'s
+format: the part's arrays and its container as raw bytes, the rest in the header). An unchanged notebook is read from it; a moved one (the same
 bytes at another path) is chunked again, as its chunk ids and rule metadata depend on its path,
 but reuses the terms and embeddings of every chunk whose text is unchanged. ``last-build.json``
 lists the previous build's paths, to count what left the archive; entries no build uses any more
@@ -28,20 +28,24 @@ import os
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from cellar import __version__
-from cellar.records import ChunkRecord
+from cellar.records import KINDS, ChunkRecord
 from cellar.retrieval.analysis import Analyzer, AnalyzerSettings
-from cellar.retrieval.embedding import StaticModel, load_model
+from cellar.retrieval.embedding import StaticModel, load_model, quantise_rows
+from cellar.retrieval.packing import container, container_records, pack, unpack
 
 if TYPE_CHECKING:  # the query path imports Render from here, not the chunker
     from cellar.ingest.metadata import Rule
 
-CACHE_FORMAT = 2
+CACHE_FORMAT = 4
+# An entry's catalogue: a notebook's metadata; a document's source kind (document, clauses,
+# records: absent for a notebook) and a record's structured fields, which the filters read.
+NOTEBOOK_META = ("project", "author", "year", "vessel_class", "tags", "deprecated", "source", "fields")
 SEPARATOR = "\x00"  # between the terms of a chunk in a cache entry
 LAST_BUILD = "last-build.json"
 _PACKAGE = Path(__file__).resolve().parents[1]
@@ -85,18 +89,136 @@ class Task:
 
 @dataclass
 class Part:
-    """What one file contributes to the index (``error`` set: the file is skipped)."""
+    """What one file contributes to the index (``error`` set: the file is skipped): per chunk, its
+    BM25 terms, int8 vector and scale, cell, output and kind code; the chunk records themselves
+    only inside ``container`` (``cellar.retrieval.packing.container``, compressed bytes), so that a
+    large archive's records never sit in a build's memory as Python objects; and ``notebook``, the
+    fields of its row in the notebooks table that its chunks decide (``make_part``)."""
 
     path: str
     key: str
-    records: list[ChunkRecord] = field(default_factory=list)
+    container: bytes = b""
     terms: list[list[str]] = field(default_factory=list)
-    embeddings: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
-    cell_count: int | None = None
-    title: str | None = None
+    vectors: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int8))
+    scales: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
+    cells: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))  # -1: a plain document
+    outputs: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))  # -1: a cell's source
+    kinds: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint8))  # codes into KINDS
+    notebook: dict[str, Any] = field(default_factory=dict)  # revision, title, meta, cells
+    # A records file's notes, each an entry of its own in the notebooks table (``entry_groups``):
+    # per note its notebook-table fields (with ``entry``, the note id), container and chunk count,
+    # its chunks being consecutive rows of this part. Empty for a notebook or a document.
+    entries: list[dict[str, Any]] = field(default_factory=list)
     render: tuple[str, str | None, str | None] | None = None  # (status, reason, rendered)
     problems: list[str] = field(default_factory=list)
     error: str | None = None
+
+    @property
+    def n_chunks(self) -> int:
+        return len(self.kinds)
+
+
+def make_part(
+    path: str,
+    key: str,
+    records: Sequence[ChunkRecord],
+    terms: list[list[str]],
+    vectors: np.ndarray,
+    scales: np.ndarray,
+    cell_count: int | None = None,
+    title: str | None = None,
+) -> Part:
+    """The part of one file's chunk records (all of one revision), their terms and int8 vectors
+    with scales (``cellar.retrieval.embedding.quantise_rows``); ``cell_count`` defaults to the
+    highest cell + 1, ``title`` to the first heading, then the file name."""
+    revisions = {record["revision"] for record in records}
+    if len(revisions) != 1:
+        raise ValueError(f"{path}: chunk records from {len(revisions)} revisions")
+    file_revision = revisions.pop()
+    cells = np.array([_or_minus(record["cell"]) for record in records], dtype=np.int32)
+    first_meta = records[0].get("meta", {})
+    heading = next((r["meta"]["headings"][0] for r in records if r.get("meta", {}).get("headings")), None)
+    entries = []
+    groups = entry_groups(records)
+    if len(groups) > 1 or first_meta.get("entry"):
+        at = 0
+        for group in groups:
+            rows = slice(at, at + len(group))
+            meta = group[0].get("meta", {})
+            entries.append(
+                {
+                    "notebook": {
+                        "revision": file_revision,
+                        "title": str(meta.get("citation", meta.get("entry"))),
+                        "meta": {name: meta[name] for name in NOTEBOOK_META if name in meta},
+                        "cells": 0,
+                        "entry": meta.get("entry"),
+                    },
+                    "container": container(path, file_revision, group, vectors[rows], scales[rows]),
+                    "chunks": len(group),
+                }
+            )
+            at += len(group)
+    return Part(
+        path,
+        key,
+        container(path, file_revision, records, vectors, scales),
+        terms,
+        vectors,
+        scales,
+        cells,
+        np.array([_or_minus(record["output"]) for record in records], dtype=np.int32),
+        np.array([KINDS.index(record["kind"]) for record in records], dtype=np.uint8),
+        {
+            "revision": file_revision,
+            "title": title or heading or PurePosixPath(path).stem,
+            "meta": {name: first_meta[name] for name in NOTEBOOK_META if name in first_meta},
+            "cells": cell_count if cell_count is not None else int(cells.max()) + 1 if (cells >= 0).any() else 0,
+        },
+        entries=entries,
+    )
+
+
+def entry_groups(records: Sequence[ChunkRecord]) -> list[list[ChunkRecord]]:
+    """A file's records cut into index entries, in order: one for a notebook or a document, one
+    per note of a records file (its chunks carry ``meta.entry``, the note id), so that each note
+    has its own row in the notebooks table, with its fields as entry-level metadata."""
+    groups: list[list[ChunkRecord]] = []
+    current: object = None
+    for record in records:
+        entry = record.get("meta", {}).get("entry")
+        if not groups or entry != current:
+            groups.append([])
+            current = entry
+        groups[-1].append(record)
+    return groups
+
+
+def _or_minus(value: int | None) -> int:
+    return -1 if value is None else value
+
+
+def _entries(described: Sequence[Mapping[str, Any]], arrays: Mapping[str, np.ndarray]) -> list[dict[str, Any]]:
+    """A cached part's note entries: their table fields and chunk counts, with their containers
+    cut back out of the one array they were stored in."""
+    if not described:
+        return []
+    blob, at, entries = arrays["entry_containers"].tobytes(), 0, []
+    for entry, size in zip(described, arrays["entry_sizes"].tolist()):
+        entries.append({"notebook": entry["notebook"], "container": blob[at : at + size], "chunks": entry["chunks"]})
+        at += size
+    return entries
+
+
+def _split(arrays: Mapping[str, np.ndarray]) -> list[list[str]]:
+    """The terms of each chunk from a cache entry's joined string and per-chunk counts."""
+    text = arrays["terms"].tobytes().decode("utf-8")
+    flat = text.split(SEPARATOR) if text else []
+    terms, start = [], 0
+    for count in arrays["term_counts"].tolist():
+        terms.append(flat[start : start + count])
+        start += count
+    return terms
 
 
 def pipeline_version(model: StaticModel, settings: AnalyzerSettings, rules: Sequence[Rule]) -> str:
@@ -152,34 +274,39 @@ def prepare(
     except ValueError as error:  # NotebookError too: its message names the file
         part.error = str(error)
         return part
-    part.problems = [str(warning.message) for warning in caught] + part.problems
-    part.records = [chunk.record() for chunk in chunked.chunks]
+    problems = [str(warning.message) for warning in caught] + part.problems
+    if not chunked.chunks:
+        return replace(part, problems=problems)
+    records = [chunk.record() for chunk in chunked.chunks]
     source = chunked.source
-    if isinstance(source, str) and chunked.title:
-        part.title = chunked.title
-    if chunked.chunks and not isinstance(source, str):
-        part.cell_count = len(source.cells)
-        title = source.metadata.get("title")
-        if isinstance(title, str) and title.strip():
-            part.title = title.strip()
+    cell_count, title = None, chunked.title if isinstance(source, str) else None
+    if not isinstance(source, str):
+        cell_count = len(source.cells)
+        named = source.metadata.get("title")
+        title = named.strip() if isinstance(named, str) and named.strip() else None
     known: dict[str, int] = {}
+    earlier: list[ChunkRecord] = []
     if reuse is not None:
-        known = {record["text"]: number for number, record in enumerate(reuse.records)}
-    texts = [record["text"] for record in part.records]
-    missing = [record for record in part.records if record["text"] not in known]
-    fresh_rows = iter(model.encode([embedded_text(r, analyzer) for r in missing])) if missing else iter(())
-    rows, terms = [], []
-    for text in texts:
+        earlier = container_records(reuse.container)
+        known = {record["text"]: number for number, record in enumerate(earlier)}
+    texts = [record["text"] for record in records]
+    missing = [embedded_text(record, analyzer) for record in records if record["text"] not in known]
+    # Quantisation is per row, so rows quantised apart equal rows quantised together.
+    fresh_vectors, fresh_scales = quantise_rows(model.encode(missing) if missing else np.zeros((0, model.dims)))
+    vectors = np.zeros((len(texts), model.dims), dtype=np.int8)
+    scales = np.zeros(len(texts), dtype=np.float32)
+    terms, fresh = [], 0
+    for row, text in enumerate(texts):
         if text in known:
             assert reuse is not None
-            rows.append(reuse.embeddings[known[text]])
+            vectors[row], scales[row] = reuse.vectors[known[text]], reuse.scales[known[text]]
             terms.append(reuse.terms[known[text]])
         else:
-            rows.append(next(fresh_rows))
+            vectors[row], scales[row] = fresh_vectors[fresh], fresh_scales[fresh]
             terms.append(analyzer.terms(text))
-    part.terms = terms
-    part.embeddings = np.array(rows, dtype=np.float32).reshape(len(rows), model.dims)
-    return part
+            fresh += 1
+    made = make_part(task.path, task.key, records, terms, vectors, scales, cell_count, title)
+    return replace(made, render=part.render, problems=problems)
 
 
 def embedded_text(record: Mapping[str, Any], analyzer: Analyzer) -> str:
@@ -265,53 +392,62 @@ class Cache:
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = Path(directory)
 
-    def _files(self, key: str) -> tuple[Path, Path]:
-        folder = self.directory / key[:2]
-        return folder / f"{key}.json", folder / f"{key}.npy"
+    def _file(self, key: str) -> Path:
+        return self.directory / key[:2] / f"{key}.bin"
 
     def get(self, key: str) -> Part | None:
-        meta_file, array_file = self._files(key)
         try:
-            meta = json.loads(meta_file.read_text(encoding="utf-8"))
-            embeddings = np.load(array_file, allow_pickle=False) if meta["error"] is None else None
-        except (OSError, ValueError, KeyError):
+            meta, arrays = unpack(self._file(key).read_bytes())
+            if meta["key"] != key:
+                return None
+            part = Part(meta["path"], key, notebook=meta["notebook"], problems=meta["problems"], error=meta["error"])
+            part.render = tuple(meta["render"]) if meta["render"] else None
+            if part.error is None:
+                part.container = arrays["container"].tobytes()
+                part.vectors, part.scales = arrays["vectors"], arrays["scales"]
+                part.cells, part.outputs, part.kinds = arrays["cells"], arrays["outputs"], arrays["kinds"]
+                part.terms = meta["terms"] if meta["terms"] is not None else _split(arrays)
+                part.entries = _entries(meta.get("entries") or [], arrays)
+                if not len(part.terms) == len(part.vectors) == len(part.scales) == part.n_chunks:
+                    return None
+        except (OSError, ValueError, KeyError, TypeError):
             return None  # absent or damaged: the work is redone
-        if meta.get("key") != key or (embeddings is not None and embeddings.shape[0] != len(meta["records"])):
-            return None
-        terms = [text.split(SEPARATOR) if text else [] for text in meta["terms"]] if meta["joined"] else meta["terms"]
-        part = Part(meta["path"], key, meta["records"], terms, cell_count=meta["cell_count"])
-        part.title, part.problems, part.error = meta["title"], meta["problems"], meta["error"]
-        part.render = tuple(meta["render"]) if meta["render"] else None
-        if embeddings is not None:
-            part.embeddings = embeddings.astype(np.float32, copy=False)
         return part
 
     def put(self, part: Part) -> None:
-        meta_file, array_file = self._files(part.key)
-        meta_file.parent.mkdir(parents=True, exist_ok=True)
+        file = self._file(part.key)
+        file.parent.mkdir(parents=True, exist_ok=True)
+        # Every chunk's terms as one string, when no term holds the separator: decoding millions of
+        # small JSON strings was most of the time a fully cached build spent reading the cache.
         joined = all(term and SEPARATOR not in term for terms in part.terms for term in terms)
+        arrays = {}
+        if part.error is None:
+            arrays = {
+                "container": np.frombuffer(part.container, dtype=np.uint8),
+                "vectors": part.vectors,
+                "scales": part.scales,
+                "cells": part.cells,
+                "outputs": part.outputs,
+                "kinds": part.kinds,
+                "terms": np.frombuffer(SEPARATOR.join(t for terms in part.terms for t in terms).encode(), np.uint8),
+                "term_counts": np.array([len(terms) for terms in part.terms], dtype=np.int32),
+            }
+            if part.entries:  # a records file's notes: their containers one after another
+                arrays["entry_containers"] = np.frombuffer(b"".join(e["container"] for e in part.entries), np.uint8)
+                arrays["entry_sizes"] = np.array([len(e["container"]) for e in part.entries], dtype=np.int64)
         meta = {
             "key": part.key,
             "path": part.path,
-            "records": part.records,
-            # One string per chunk rather than a list of terms: decoding millions of small JSON
-            # strings was most of the time a fully cached build spent reading the cache.
-            "joined": joined,
-            "terms": [SEPARATOR.join(terms) for terms in part.terms] if joined else part.terms,
-            "cell_count": part.cell_count,
-            "title": part.title,
+            "notebook": part.notebook,
+            "terms": None if joined else part.terms,
             "render": list(part.render) if part.render else None,
+            "entries": [{"notebook": e["notebook"], "chunks": e["chunks"]} for e in part.entries],
             "problems": part.problems,
             "error": part.error,
         }
-        if part.error is None:
-            temporary = array_file.with_name(f".{array_file.name}.{os.getpid()}.tmp")
-            with open(temporary, "wb") as handle:
-                np.save(handle, part.embeddings, allow_pickle=False)
-            os.replace(temporary, array_file)
-        temporary = meta_file.with_name(f".{meta_file.name}.{os.getpid()}.tmp")
-        temporary.write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8")
-        os.replace(temporary, meta_file)  # written last: an entry is whole or absent
+        temporary = file.with_name(f".{file.name}.{os.getpid()}.tmp")
+        temporary.write_bytes(pack(arrays, meta))
+        os.replace(temporary, file)  # an entry is whole or absent
 
     def last_build(self) -> dict[str, str]:
         try:
@@ -335,5 +471,5 @@ class Cache:
             for entry in folder.iterdir():
                 if entry.name.split(".")[0] not in keep:
                     entry.unlink(missing_ok=True)
-                    removed += entry.suffix == ".json"
+                    removed += entry.suffix == ".bin"
         return removed

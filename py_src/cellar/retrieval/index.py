@@ -1,10 +1,12 @@
 """The index: everything a search needs, in memory, built from chunk records.
 
 Chunks are grouped contiguously per notebook (notebook ``n`` owns rows ``start:end``), so a
-notebook's chunks are one slice of every per-chunk array and one fragment file in the shard.
-Per chunk: BM25 terms (``cellar.retrieval.analysis``) in a score matrix (``cellar.retrieval.bm25``), an int8 embedding
-with one float32 scale per row (``cellar.retrieval.embedding``), and its notebook, cell, output and kind as
-small integer arrays that the query path filters and groups with NumPy alone.
+notebook's chunks are one slice of every per-chunk array and one container in the shard. Per
+chunk: BM25 terms (``cellar.retrieval.analysis``) in a score matrix (``cellar.retrieval.bm25``),
+an int8 embedding with one float32 scale per row (``cellar.retrieval.embedding``), and its
+notebook, cell, output and kind as small integer arrays that the query path filters and groups
+with NumPy alone. The chunk records stay packed in their notebook's container until a search
+needs them: a large archive's build holds compact arrays, not millions of dicts.
 
 ``build_index`` is pure (records in, an Index out); ``build_index_from_directory`` is the edge
 that reads files, reports the bad ones and goes on.
@@ -14,27 +16,24 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
-from pathlib import PurePath, PurePosixPath
+from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from cellar.records import KINDS, STATUSES, ChunkRecord, NotebookEntry
+from cellar.records import STATUSES, ChunkRecord, NotebookEntry
 from cellar.retrieval.analysis import Analyzer, AnalyzerSettings
 from cellar.retrieval.bm25 import BM25
 from cellar.retrieval.embedding import StaticModel, quantise_rows
-from cellar.retrieval.incremental import Render, embedded_text
+from cellar.retrieval.incremental import Part, Render, embedded_text, make_part
+from cellar.retrieval.packing import container_records
 
 if TYPE_CHECKING:  # chunking is imported where files are read: the query path does not need it
     from cellar.ingest.chunks import Chunked
-    from cellar.retrieval.incremental import Part
-
-# An entry's catalogue: a notebook's metadata; a document's source kind (document, clauses,
-# records: absent for a notebook) and a record's structured fields, which the filters read.
-NOTEBOOK_META = ("project", "author", "year", "vessel_class", "tags", "deprecated", "source", "fields")
 
 # Files below an archive's root that describe or serve the archive rather than belong to it,
 # as patterns on the path relative to the root (``/`` separators; ``*`` also crosses folders):
@@ -49,8 +48,8 @@ Progress = Callable[[int, int, str], None]
 @dataclass
 class Index:
     """A searchable index. ``notebooks[n]`` is the NotebookEntry of notebook ``n`` (its chunks are
-    rows ``start:end``). ``chunks`` holds the chunk records in row order, or is None when they
-    stay in the shard's fragment files until needed."""
+    rows ``start:end``) and ``containers[n]`` its container (``cellar.retrieval.packing``: the
+    chunk records and their vectors, compressed, as the shard stores them)."""
 
     notebooks: list[NotebookEntry]
     bm25: BM25
@@ -63,7 +62,8 @@ class Index:
     analyzer: AnalyzerSettings
     model_id: str
     model_sha256: str
-    chunks: list[ChunkRecord] | None = None
+    containers: list[bytes]
+    pseudo_questions: np.ndarray  # float32 (n, dims): question-like vectors (``pseudo_questions``)
     calibration: dict[str, Any] = field(default_factory=dict)
     _dense: np.ndarray | None = field(default=None, init=False, repr=False)
 
@@ -78,11 +78,8 @@ class Index:
         return self._dense
 
     def notebook_chunks(self, n: int) -> list[ChunkRecord]:
-        """The chunk records of notebook ``n`` (only when the index holds them)."""
-        if self.chunks is None:
-            raise ValueError("this index keeps its chunk records in shard fragments")
-        entry = self.notebooks[n]
-        return self.chunks[entry["start"] : entry["end"]]
+        """The chunk records of notebook ``n``, unpacked from its container."""
+        return container_records(self.containers[n])
 
 
 def build_index(
@@ -106,141 +103,79 @@ def build_index(
     for record in records:
         # Records follow the chunk record contract (nothing checks them at run time).
         groups.setdefault(record["path"], []).append(cast(ChunkRecord, dict(record)))
-    rows = [record for path in sorted(groups) for record in groups[path]]
-    if not rows:
-        raise ValueError("nothing to index: no chunk records")
-    renders = renders or {}
-    bad = {path: render.status for path, render in renders.items() if render.status not in STATUSES}
-    if bad:
-        raise ValueError(f"unknown status(es) {bad}; choose from {list(STATUSES)}")
-    notebooks, start = [], 0
-    for path in sorted(groups):
-        for group in entry_groups(groups[path]):
-            notebooks.append(_notebook_entry(path, group, start, cell_counts, renders.get(path, Render()), titles))
-            start += len(group)
     report = progress or (lambda done, total, what: None)
     text_analyzer = Analyzer(settings)
     analyse = text_analyzer.terms
-    terms = []
-    for number, record in enumerate(rows):
-        terms.append(analyse(record["text"]))
-        if number % 500 == 0:
-            report(number, len(rows), "analysing")
-    report(len(rows), len(rows), "analysing")
-    batch = 1000
-    embedded = []
-    for first in range(0, len(rows), batch):
-        embedded.append(model.encode([embedded_text(record, text_analyzer) for record in rows[first : first + batch]]))
-        report(min(first + batch, len(rows)), len(rows), "embedding")
-    return _assemble(rows, notebooks, terms, np.concatenate(embedded), model, settings, k1, b)
-
-
-def _assemble(
-    rows: list[ChunkRecord],
-    notebooks: list[NotebookEntry],
-    terms: list[list[str]],
-    embeddings: np.ndarray,
-    model: StaticModel,
-    settings: AnalyzerSettings,
-    k1: float,
-    b: float,
-) -> Index:
-    """The Index of chunk rows (grouped by notebook, in path order) and their terms and float32
-    embeddings, however these were made."""
-    bm25 = BM25.build(terms, k1=k1, b=b)
-    vectors, scales = quantise_rows(embeddings)
-    owner = np.repeat(np.arange(len(notebooks), dtype=np.int32), [nb["end"] - nb["start"] for nb in notebooks])
-    return Index(
-        notebooks=notebooks,
-        bm25=bm25,
-        vectors=vectors,
-        scales=scales,
-        chunk_notebook=owner,
-        chunk_cell=np.array([_or_minus(r["cell"]) for r in rows], dtype=np.int32),
-        chunk_output=np.array([_or_minus(r["output"]) for r in rows], dtype=np.int32),
-        chunk_kind=np.array([KINDS.index(r["kind"]) for r in rows], dtype=np.uint8),
-        analyzer=settings,
-        model_id=model.id,
-        model_sha256=model.sha256,
-        chunks=rows,
-    )
+    parts = []
+    for number, path in enumerate(sorted(groups)):
+        group = groups[path]
+        vectors, scales = quantise_rows(model.encode([embedded_text(record, text_analyzer) for record in group]))
+        terms = [analyse(record["text"]) for record in group]
+        part = make_part(
+            path, "", group, terms, vectors, scales, (cell_counts or {}).get(path), (titles or {}).get(path)
+        )
+        render = (renders or {}).get(path)
+        part.render = (render.status, render.reason, render.rendered) if render else None
+        parts.append(part)
+        report(number + 1, len(groups), "embedding")
+    return index_from_parts(parts, model, settings, k1=k1, b=b)
 
 
 def index_from_parts(
     parts: Iterable[Part], model: StaticModel, analyzer: AnalyzerSettings, *, k1: float = 1.2, b: float = 0.75
 ) -> Index:
-    """The Index of prepared parts (``cellar.retrieval.incremental``): the same, byte for byte,
-    as ``build_index`` of their records, as terms and embeddings are per chunk."""
-    chosen = sorted((part for part in parts if part.error is None and part.records), key=lambda part: part.path)
+    """The Index of prepared parts (``cellar.retrieval.incremental``), in path order: the same,
+    byte for byte, however the parts were made (cold, cached, in whatever process), as every
+    part's terms and vectors are its own chunks'."""
+    chosen = sorted((part for part in parts if part.error is None and part.n_chunks), key=lambda part: part.path)
     if not chosen:
         raise ValueError("nothing to index: no chunk records")
-    rows: list[ChunkRecord] = []
-    terms: list[list[str]] = []
     notebooks: list[NotebookEntry] = []
+    containers: list[bytes] = []
+    start = 0
     for part in chosen:
         render = Render(*part.render) if part.render else Render()
         if render.status not in STATUSES:
-            raise ValueError(f"unknown status {render.status!r}; choose from {list(STATUSES)}")
-        counts = {part.path: part.cell_count} if part.cell_count is not None else None
-        titles = {part.path: part.title} if part.title else None
-        for group in entry_groups(part.records):
-            notebooks.append(_notebook_entry(part.path, group, len(rows), counts, render, titles))
-            rows += group
-        terms += part.terms
-    embeddings = np.concatenate([part.embeddings for part in chosen])
-    return _assemble(rows, notebooks, terms, embeddings, model, analyzer, k1, b)
-
-
-def entry_groups(records: Sequence[ChunkRecord]) -> list[list[ChunkRecord]]:
-    """A file's records cut into index entries, in order: one for a notebook or a document, one
-    per note of a records file (its chunks carry ``meta.entry``, the note id), so that each note
-    has its own row in the notebooks table, with its fields as entry-level metadata."""
-    groups: list[list[ChunkRecord]] = []
-    current: object = None
-    for record in records:
-        entry = record.get("meta", {}).get("entry")
-        if not groups or entry != current:
-            groups.append([])
-            current = entry
-        groups[-1].append(record)
-    return groups
-
-
-def _or_minus(value: int | None) -> int:
-    return -1 if value is None else value
-
-
-def _notebook_entry(
-    path: str,
-    group: Sequence[Mapping[str, Any]],
-    start: int,
-    cell_counts: Mapping[str, int] | None,
-    render: Render,
-    titles: Mapping[str, str] | None,
-) -> NotebookEntry:
-    revisions = {record["revision"] for record in group}
-    if len(revisions) != 1:
-        raise ValueError(f"{path}: chunk records from {len(revisions)} revisions")
-    first_meta = group[0].get("meta", {})
-    cells = [record["cell"] for record in group if record["cell"] is not None]
-    heading = next((r["meta"]["headings"][0] for r in group if r.get("meta", {}).get("headings")), None)
-    entry = first_meta.get("entry")
-    title = f"{first_meta.get('citation', entry)}" if entry else None
-    result: NotebookEntry = {
-        "path": path,
-        "revision": revisions.pop(),
-        "title": title or (titles or {}).get(path) or heading or PurePosixPath(path).stem,
-        "meta": {key: first_meta[key] for key in NOTEBOOK_META if key in first_meta},
-        "status": render.status,
-        "reason": render.reason,
-        "rendered": render.rendered,
-        "start": start,
-        "end": start + len(group),
-        "cells": (cell_counts or {}).get(path, max(cells) + 1 if cells else 0),
-    }
-    if entry:
-        result["entry"] = entry
-    return result
+            raise ValueError(f"{part.path}: unknown status {render.status!r}; choose from {list(STATUSES)}")
+        # a records file's notes are entries of their own (``Part.entries``); any other file is one
+        for described in part.entries or [
+            {"notebook": part.notebook, "container": part.container, "chunks": part.n_chunks}
+        ]:
+            table = described["notebook"]
+            entry: NotebookEntry = {
+                "path": part.path,
+                "revision": table["revision"],
+                "title": table["title"],
+                "meta": table["meta"],
+                "status": render.status,
+                "reason": render.reason,
+                "rendered": render.rendered,
+                "start": start,
+                "end": start + described["chunks"],
+                "cells": table["cells"],
+            }
+            if table.get("entry"):
+                entry["entry"] = table["entry"]
+            notebooks.append(entry)
+            containers.append(described["container"])
+            start += described["chunks"]
+    return Index(
+        notebooks=notebooks,
+        bm25=BM25.build([terms for part in chosen for terms in part.terms], k1=k1, b=b),
+        pseudo_questions=pseudo_questions(chosen, model),
+        vectors=np.concatenate([part.vectors for part in chosen]),
+        scales=np.concatenate([part.scales for part in chosen]),
+        chunk_notebook=np.repeat(
+            np.arange(len(notebooks), dtype=np.int32), [entry["end"] - entry["start"] for entry in notebooks]
+        ),
+        chunk_cell=np.concatenate([part.cells for part in chosen]),
+        chunk_output=np.concatenate([part.outputs for part in chosen]),
+        chunk_kind=np.concatenate([part.kinds for part in chosen]),
+        analyzer=analyzer,
+        model_id=model.id,
+        model_sha256=model.sha256,
+        containers=containers,
+    )
 
 
 @dataclass(frozen=True)
@@ -329,7 +264,7 @@ def build_index_from_directory(
         task = _task(path, data, pipeline, report_entries, rerendered, task_key)
         cached = store.get(task.key) if store is not None else None
         if cached is not None and cached.path == path:
-            parts[number] = cached
+            parts[number] = _shared_terms(cached)
             reused.append(path)
         elif cached is not None and cached.error is None:
             moves.append((number, task, cached))
@@ -348,7 +283,7 @@ def build_index_from_directory(
     def finished(batch: list[Part]) -> None:
         nonlocal done
         for part in batch:
-            parts[numbers[part.path]] = part
+            parts[numbers[part.path]] = _shared_terms(part)
             if store is not None:
                 store.put(part)
         done += len(batch)
@@ -370,6 +305,10 @@ def build_index_from_directory(
             settings=settings.to_dict(),
             model_dir=model_dir,
         )
+        del work
+    moved = sorted(task.path for _, task, _ in moves)
+    redone = sorted(task.path for _, task in todo)
+    del todo, tasks, moves  # the files' bytes: a large archive's would stay in memory to the end
     ordered = [parts[number] for number in sorted(parts)]
     problems: list[str] = []
     for part in ordered:
@@ -380,9 +319,40 @@ def build_index_from_directory(
     if store is not None:
         store.finish(current)
     skipped = sum(part.error is not None for part in ordered)
-    moved = sorted(task.path for _, task, _ in moves)
-    redone = sorted(task.path for _, task in todo)
     return DirectoryBuild(index, len(files) - skipped, skipped, problems, sorted(reused), moved, redone, removed)
+
+
+PSEUDO_QUESTIONS = 200  # how many; and how many words each
+PSEUDO_WORDS = 6
+
+
+def pseudo_questions(parts: Sequence[Part], model: StaticModel, seed: int = 0) -> np.ndarray:
+    """Question-like vectors, to choose how many IVF clusters a query must probe (cellar.retrieval.ivf):
+    six-word windows of chunks drawn at random (the same for the same parts), embedded as a
+    question is. A chunk's own vector is no stand-in for a question: in an archive of near-copies
+    its 50 nearest rows are its copies, in its own cluster, while a question's are spread wide
+    (on the 41,000-notebook synthetic archive, own vectors asked for 1 cluster where the dev
+    questions needed 26; windows asked for 29)."""
+    rng = np.random.default_rng(seed)
+    sizes = np.array([part.n_chunks for part in parts])
+    rows = np.sort(rng.choice(int(sizes.sum()), min(PSEUDO_QUESTIONS, int(sizes.sum())), replace=False))
+    owners = np.searchsorted(np.cumsum(sizes), rows, side="right")
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    texts = []
+    for owner in np.unique(owners):
+        records = container_records(parts[owner].container)
+        for row in rows[owners == owner]:
+            words = records[row - starts[owner]]["text"].split()
+            first = int(rng.integers(max(1, len(words) - PSEUDO_WORDS + 1)))
+            texts.append(" ".join(words[first : first + PSEUDO_WORDS]))
+    return model.encode(texts) if texts else np.zeros((0, model.dims), dtype=np.float32)
+
+
+def _shared_terms(part: Part) -> Part:
+    """The part with its terms interned: a term is one string however many chunks hold it (the
+    parts of a large archive come from worker processes or the cache, each with its own copies)."""
+    part.terms = [list(map(sys.intern, terms)) for terms in part.terms]
+    return part
 
 
 def _task(

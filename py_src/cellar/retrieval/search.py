@@ -564,13 +564,16 @@ def _heading_above(records: Sequence[Mapping[str, Any]], cell: int) -> Neighbour
 
 
 def _top_of(rows: np.ndarray, scores: np.ndarray, depth: int) -> np.ndarray:
-    """The rows (ascending) of the ``depth`` best ``scores``, best first (ties: lower row first).
-    The same selection as over a full score vector: the same argpartition of the same values."""
+    """The rows of the ``depth`` best ``scores``, best first; of rows that tie, the lower first,
+    also at the cut. Which of tied values an argpartition keeps depends on the platform (NumPy's
+    SIMD selection on x86, a plain one in WebAssembly), and an archive of near-copies has many
+    ties: everything that ties with the ``depth``-th best goes to the sort."""
     candidates = np.arange(len(rows))
     if len(candidates) > depth:
-        candidates = candidates[np.argpartition(-scores, depth - 1)[:depth]]
+        kth = -np.partition(-scores, depth - 1)[depth - 1]
+        candidates = candidates[scores >= kth]
     picked = rows[candidates]
-    return picked[np.lexsort((picked, -scores[candidates]))]
+    return picked[np.lexsort((picked, -scores[candidates]))][:depth]
 
 
 def _bm25_sum(

@@ -18,9 +18,8 @@ of notebooks, not of chunks.
 
 Every file but the manifest is gzip-compressed (deterministically: no time stamp) and named by
 the SHA-256 of its compressed bytes, so a file whose content did not change keeps its name (and
-the browser's and service worker's caches survive a rebuild). ``.bin`` files are a small JSON
-header (meta data and the dtype, shape and offset of each array) followed by the arrays' raw
-bytes, read with ``np.frombuffer``.
+the browser's and service worker's caches survive a rebuild). ``.bin`` files are
+``cellar.retrieval.packing``'s: a small JSON header and raw arrays, read with ``np.frombuffer``.
 
 A query needs: the partitions of its terms (``partition_names``), the clusters its vector probes
 (``probe``), then the containers of its top notebooks (``container_name``). ``Shard(read,
@@ -46,10 +45,8 @@ from __future__ import annotations
 
 import gzip
 import json
-import math
 import os
 import shutil
-import struct
 import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -66,11 +63,11 @@ from cellar.retrieval.analysis import AnalyzerSettings
 from cellar.retrieval.embedding import StaticModel
 from cellar.retrieval.index import Index
 from cellar.retrieval.ivf import choose_nprobe, cluster_count, kmeans, nearest_centroid
+from cellar.retrieval.packing import canonical, compress, hashed, pack, unpack
 
 FORMAT = 2
 MANIFEST = "manifest.json"
 MANIFEST_KEYS = ("model", "analyzer", "bm25", "counts", "calibration", "notebooks", "files", "lexical", "dense")
-MAGIC = b"CELLAR2\n"
 PARTITION_POSTINGS = 4096  # postings per terms partition (a term is never split)
 
 
@@ -93,52 +90,6 @@ class NeedFiles(Exception):
 def _places(directory: Path) -> tuple[Path, Path]:
     """The versions folder and the lock file that belong to the shard at `directory`."""
     return directory.parent / f".{directory.name}.versions", directory.parent / f".{directory.name}.lock"
-
-
-def _canonical(data: Any) -> bytes:
-    return json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode("utf-8")
-
-
-# -- the .bin files -------------------------------------------------------------------------------
-
-
-def pack(arrays: dict[str, np.ndarray], meta: Any = None) -> bytes:
-    """A header (JSON: ``meta`` and each array's dtype, shape and offset) and the arrays' bytes."""
-    layout, blobs, offset = {}, [], 0
-    for name, array in arrays.items():
-        data = np.ascontiguousarray(array)
-        layout[name] = {"dtype": data.dtype.str, "shape": list(data.shape), "offset": offset}
-        blobs.append(data.tobytes())
-        offset += len(blobs[-1])
-    header = _canonical({"meta": meta, "arrays": layout})
-    return MAGIC + struct.pack("<I", len(header)) + header + b"".join(blobs)
-
-
-def unpack(data: bytes) -> tuple[Any, dict[str, np.ndarray]]:
-    """Inverse of ``pack``: (meta, arrays); raises ValueError on anything that does not fit."""
-    if not data.startswith(MAGIC) or len(data) < len(MAGIC) + 4:
-        raise ValueError("not a cellar .bin file")
-    (size,) = struct.unpack_from("<I", data, len(MAGIC))
-    body = len(MAGIC) + 4 + size
-    header = json.loads(data[len(MAGIC) + 4 : body])
-    arrays = {}
-    for name, spec in header["arrays"].items():
-        dtype = np.dtype(spec["dtype"])
-        count = math.prod(spec["shape"])
-        start = body + spec["offset"]
-        if start + count * dtype.itemsize > len(data):
-            raise ValueError(f"array {name} runs past the end of the file")
-        arrays[name] = np.frombuffer(data, dtype, count, start).reshape(spec["shape"])
-    return header["meta"], arrays
-
-
-def _gzip(data: bytes) -> bytes:
-    return gzip.compress(data, compresslevel=9, mtime=0)
-
-
-def _hashed(role: str, raw: bytes, extension: str = "bin") -> tuple[str, bytes]:
-    packed = _gzip(raw)
-    return f"{role}/{revision(packed)[:20]}.{extension}.gz", packed
 
 
 # -- building ---------------------------------------------------------------------------------------
@@ -169,13 +120,14 @@ def shard_files(
     index: Index, *, partition_postings: int = PARTITION_POSTINGS, clusters: int | None = None
 ) -> dict[str, bytes]:
     """The shard's files by name (manifest last), as bytes: pure, so it can be checked or served."""
-    if index.chunks is None:
-        raise ValueError("writing a shard needs an index that holds its chunk records")
     files: dict[str, bytes] = {}
 
     def add(role: str, raw: bytes) -> str:
-        name, packed = _hashed(role, raw)
-        files[name] = packed
+        return added(role, compress(raw))
+
+    def added(role: str, compressed: bytes) -> str:
+        name = hashed(role, compressed)
+        files[name] = compressed
         return name
 
     bm25 = index.bm25
@@ -202,7 +154,7 @@ def shard_files(
     k = clusters or cluster_count(index.n_chunks)
     centroids = kmeans(dense, k)
     assign = nearest_centroid(dense, centroids)
-    nprobe, recall = choose_nprobe(dense, centroids, assign)
+    nprobe, recall = choose_nprobe(dense, centroids, assign, index.pseudo_questions)
     cluster_files = []
     for c in range(k):
         rows = np.flatnonzero(assign == c).astype(np.int32)
@@ -211,16 +163,9 @@ def shard_files(
     centroid_file = add("dense", pack({"centroids": centroids.astype(np.float16)}))
 
     notebooks, containers = [], []
-    for entry in index.notebooks:
-        start, end = entry["start"], entry["end"]
-        chunks = [
-            {key: value for key, value in r.items() if key not in ("path", "revision")} for r in index.chunks[start:end]
-        ]
-        meta = {"path": entry["path"], "revision": entry["revision"], "chunks": chunks}
-        containers.append(
-            add("notebooks", pack({"vectors": index.vectors[start:end], "scales": index.scales[start:end]}, meta))
-        )
-        notebooks.append({**entry, "kinds": _kind_mask(np.unique(kinds[start:end]))})
+    for entry, compressed in zip(index.notebooks, index.containers):
+        containers.append(added("notebooks", compressed))
+        notebooks.append({**entry, "kinds": _kind_mask(np.unique(kinds[entry["start"] : entry["end"]]))})
     kind_codes, kind_counts = np.unique(kinds, return_counts=True)
     manifest = {
         "format": FORMAT,
@@ -244,8 +189,9 @@ def shard_files(
         "boot": [centroid_file],
         "files": {name: {"bytes": len(data), "sha256": revision(data)} for name, data in files.items()},
     }
-    manifest["checksum"] = revision(_canonical(manifest))
-    files[MANIFEST] = json.dumps(manifest, ensure_ascii=False, indent=1).encode("utf-8")
+    manifest["checksum"] = revision(canonical(manifest))
+    # Sorted keys: a notebook's meta from the cache and from a cold build write the same bytes.
+    files[MANIFEST] = json.dumps(manifest, ensure_ascii=False, indent=1, sort_keys=True).encode("utf-8")
     return files
 
 
@@ -503,7 +449,7 @@ class Shard:
                 f"{where}: shard format {manifest.get('format')!r}, this cellar reads format {FORMAT}: "
                 "index the archive again with `cellar index`"
             )
-        if revision(_canonical(manifest)) != claimed:
+        if revision(canonical(manifest)) != claimed:
             raise ShardError(f"{where}: damaged (its checksum does not match its content)")
         missing = [key for key in MANIFEST_KEYS if not isinstance(manifest.get(key), dict | list)]
         if missing:
@@ -547,6 +493,11 @@ class Shard:
             self._cache[name] = (meta, arrays)
         return self._cache[name]
 
+    def _forget(self) -> None:
+        """Let go of every file read so far (they are read and checked again when needed)."""
+        for kept in (self._cache, self._postings, self._parsed, self._clusters, self._containers):
+            kept.clear()
+
     def require(self, names: Iterable[str]) -> None:
         """Raise NeedFiles naming those of ``names`` that cannot be read yet (see the class)."""
         if self._present is None:
@@ -565,13 +516,18 @@ class Shard:
             )
 
     def check_all(self) -> None:
-        """Read and check every file the manifest lists (the writer's check)."""
+        """Read and check every file the manifest lists (the writer's check), one at a time:
+        what was read is let go at once, so checking a large archive's shard takes the memory
+        of its largest file, not of all of them."""
         for name in self.lexical_files:
             self._partition(name)
+            self._forget()
         for c in range(len(self.cluster_files)):
             self.cluster(c)
+            self._forget()
         for n in range(len(self.notebooks)):
             self.container(n)
+            self._forget()
         listed = {*self.lexical_files, *self.cluster_files, *self.containers, self.manifest["dense"]["centroids"]}
         if listed != set(self.manifest["files"]):
             raise ShardError(

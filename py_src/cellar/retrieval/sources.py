@@ -19,9 +19,12 @@ def cosines(vectors: np.ndarray, query_vectors: np.ndarray) -> np.ndarray:
     """Each float32 unit row's best cosine with the query's vectors (rows of `query_vectors`; a
     Dutch question has two, its own and its English reading's), summed in float64 row by row: the
     same value for a row whether it is scored with all rows (in memory) or with its cluster (a
-    shard), which a float32 matrix product does not promise (its blocking depends on the rows)."""
+    shard), which a float32 matrix product does not promise (its blocking depends on the rows).
+    Rounded to float32: NumPy sums in another order in WebAssembly than on x86 (no SIMD loops),
+    and the last bits of float64 must not reorder near-copies between the tab and CPython."""
     queries = np.atleast_2d(query_vectors).astype(np.float64)
-    return np.max(np.einsum("ij,kj->ik", vectors, queries, dtype=np.float64, optimize=False), axis=1)
+    best = np.max(np.einsum("ij,kj->ik", vectors, queries, dtype=np.float64, optimize=False), axis=1)
+    return best.astype(np.float32)
 
 
 class MemorySource:
