@@ -370,10 +370,9 @@ def run_cellar_into(out: Path, digest: str, what: str, arguments: list[str], acc
         log(f"{what}: {out.relative_to(ROOT)} is up to date")
         return out
     log(f"{what}: `cellar {' '.join(arguments)}`")
-    if out.is_symlink():  # a shard: `cellar index` writes a new version beside it and switches the link
-        pass
-    elif out.exists():
-        shutil.rmtree(out)
+    # Never wiped first: `cellar index` writes a new shard version beside the old and switches to
+    # it, and both commands reuse their earlier work for what did not change (the index cache
+    # beside the shard; the re-render report and fresh notebooks in its output folder).
     result = subprocess.run([str(VENV / "bin" / "cellar"), *arguments])
     if result.returncode not in accept:
         raise BuildError(f"`cellar {arguments[0]}` failed with exit status {result.returncode}")

@@ -63,8 +63,7 @@ def same_shard(a: Path, b: Path) -> bool:
 
 def answers(shard: Path, queries: list[str]) -> list[list[tuple[str, float]]]:
     model = load_model(default_model_dir())
-    opened = open_shard(shard, model)
-    searcher = Searcher(opened.index, model, opened.fragment)
+    searcher = Searcher(open_shard(shard, model), model)
     found = []
     for query in queries:
         answer = searcher.search(query, k=5)

@@ -84,6 +84,7 @@ client.open().then(
       box.closest(".choice").hidden = !facts.kinds[kind];
       box.nextElementSibling.textContent = `${kind} (${facts.kinds[kind] ?? 0})`;
     }
+    showFilters(facts);
     document.body.dataset.searchReady = "true";
     if (!$("query").value.trim()) keepOffline();  // else after the first result, not competing with it
   },
@@ -97,50 +98,39 @@ client.manifest.then((manifest) => {
   $("kinds").append(...manifest.kinds.map((kind) => element("div", { className: "choice" },
     element("input", { type: "checkbox", id: `kind-${kind}`, value: kind }),
     element("label", { htmlFor: `kind-${kind}`, textContent: kind }))));
-  const metas = manifest.notebooks.map((entry) => entry.meta ?? {});
-  const years = metas.map((meta) => meta.year).filter(Number.isInteger);
+}, (error) => failed(`The index could not be read: ${error.message}`));
+
+// The year range and the projects, from the notebook table that Python opened (a boot file of
+// the shard: the manifest stays small however large the archive).
+function showFilters({ years, projects, sources, fields }) {
   for (const id of ["year-from", "year-to"]) {
     const input = $(id);
-    input.closest(".filter").hidden = !years.length;
-    if (years.length) Object.assign(input, { min: Math.min(...years), max: Math.max(...years) });
+    input.closest(".filter").hidden = !years;
+    if (years) Object.assign(input, { min: years[0], max: years[1] });
   }
-  $("year-from").placeholder = years.length ? String(Math.min(...years)) : "";
-  $("year-to").placeholder = years.length ? String(Math.max(...years)) : "";
-  const projects = new Map();
-  manifest.notebooks.forEach((entry) => {
-    const project = entry.meta?.project;
-    if (project) projects.set(project, [...(projects.get(project) ?? []), entry.title]);
-  });
-  $("project").closest(".filter").hidden = !projects.size;
-  $("project").append(...[...projects.keys()].sort().map((project) => element("option", {
-    value: project, textContent: `${project} (${projects.get(project)[0]})`,
+  $("year-from").placeholder = years ? String(years[0]) : "";
+  $("year-to").placeholder = years ? String(years[1]) : "";
+  $("project").closest(".filter").hidden = !projects.length;
+  $("project").append(...projects.map(([project, title]) => element("option", {
+    value: project, textContent: `${project} (${title})`,
   })));
   const wanted = new URLSearchParams(location.search).get("project");
-  if (wanted && projects.has(wanted)) $("project").value = wanted;
-  sourceFilters(manifest.notebooks);
-}, (error) => failed(`The index could not be read: ${error.message}`));
+  if (wanted && projects.some(([project]) => project === wanted)) $("project").value = wanted;
+  sourceFilters(sources ?? [], fields ?? {});
+}
 
 // Documents beside the notebooks: a source filter when the archive holds more than notebooks,
 // and one filter per structured field of its records (machine, fault code, ...), from the
-// entries' catalogue (each service note is an entry with its fields), no chunk fetched.
+// entries' catalogue that Python read (each service note is an entry with its fields).
 const SOURCE_NAMES = { notebook: "Notebooks", document: "Documents", clauses: "Clause collections", records: "Records" };
 
-function sourceFilters(entries) {
-  const sources = new Set(entries.map((entry) => entry.meta?.source ?? "notebook"));
-  $("source").closest(".filter").hidden = sources.size < 2;
-  $("source").append(...Object.keys(SOURCE_NAMES).filter((name) => sources.has(name)).map((name) =>
-    element("option", { value: name, textContent: SOURCE_NAMES[name] })));
-  const fields = new Map();
-  for (const entry of entries) {
-    for (const [key, value] of Object.entries(entry.meta?.fields ?? {})) {
-      if (key === "date") continue;  // a date is filtered by year
-      fields.set(key, (fields.get(key) ?? new Set()).add(value));
-    }
-  }
-  $("fields").replaceChildren(...[...fields.keys()].sort().map((key) => {
+function sourceFilters(sources, fields) {
+  $("source").closest(".filter").hidden = sources.length < 2;
+  $("source").append(...sources.map((name) => element("option", { value: name, textContent: SOURCE_NAMES[name] ?? name })));
+  $("fields").replaceChildren(...Object.keys(fields).map((key) => {
     const select = element("select", { id: `field-${key}`, className: "field" },
       element("option", { value: "", textContent: "any" }),
-      ...[...fields.get(key)].sort().map((value) => element("option", { value, textContent: value })));
+      ...fields[key].map((value) => element("option", { value, textContent: value })));
     select.dataset.field = key;
     return element("div", { className: "filter" },
       element("label", { htmlFor: `field-${key}`, textContent: key.replaceAll("_", " ") }), select);

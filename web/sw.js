@@ -5,13 +5,13 @@
 // drops the old ones.
 //
 // Install caches the pages, the Pyodide runtime and the packages the worker loads, the wheels,
-// the shard and the archive's notebooks and their re-rendered versions (for the viewer). It runs
-// after the first result, so it never competes with it. Of the shard (files named by their
-// content hash, listed in its manifest) it caches every file while the whole shard is small
-// (OFFLINE_SHARD_BYTES: any question then works offline), else only the manifest and boot files
-// (manifest.boot); the postings partitions, clusters and notebook containers a search fetches
-// are cached as they come, so a question asked once can be asked again offline, and a large
-// archive is never copied whole.
+// and the shard. It runs after the first result, so it never competes with it. Of the shard
+// (files named by their content hash, listed in its manifest and its notebook table) it caches
+// every file while the whole shard is small (OFFLINE_SHARD_BYTES: any question then works
+// offline), and then the archive's notebooks and their re-rendered versions too (for the
+// viewer); else only the manifest and boot files (manifest.boot). The postings partitions,
+// clusters and notebook containers a search fetches are cached as they come, so a question
+// asked once can be asked again offline, and a large archive is never copied whole.
 //
 // Fetching: the runtime under pyodide/ is pinned by its version (in build.json) and comes from
 // the cache first. Everything else goes to the network first, so a rebuilt wheel, shard or page
@@ -50,11 +50,23 @@ function archiveUrl(folder, path) {
   return folder + path.split("/").map(encodeURIComponent).join("/");
 }
 
-function shardFiles(manifest) {
-  const names = Object.keys(manifest.files);
-  const bytes = names.reduce((sum, name) => sum + manifest.files[name].bytes, 0);
-  return bytes <= OFFLINE_SHARD_BYTES || !manifest.boot ? names : manifest.boot;
+// The shard's notebook table (a boot file, gzip): every notebook's path and container.
+async function notebookTable(shard, manifest) {
+  const response = await fetch(new URL(shard + manifest.table, SITE), { cache: "no-cache" });
+  if (!response.ok) throw new Error(`${manifest.table}: ${response.status} ${response.statusText}`);
+  return new Response(response.body.pipeThrough(new DecompressionStream("gzip"))).json();
 }
+
+// The shard files to keep at install, and the notebooks for the viewer: all of them while the
+// whole shard is small, else only the manifest's boot files and no notebook.
+async function shardFiles(shard, manifest) {
+  if (manifest.bytes > OFFLINE_SHARD_BYTES) return { names: manifest.boot, notebooks: [] };
+  const table = await notebookTable(shard, manifest);
+  return { names: [...Object.keys(manifest.files), ...table.containers], notebooks: table.notebooks };
+}
+
+// A shard file's name, as the manifest lists it or as a container is named (by its hash).
+const CONTAINER = /^notebooks\/[0-9a-f]{20}\.bin\.gz$/;
 
 async function siteFiles() {
   const build = await json("build.json");
@@ -67,6 +79,7 @@ async function siteFiles() {
   };
   BOOT_PACKAGES.forEach(add);
   const manifest = await json(`${build.shard}manifest.json`);
+  const { names, notebooks } = await shardFiles(build.shard, manifest);
   return {
     needed: [
       ...PAGES,
@@ -74,12 +87,12 @@ async function siteFiles() {
       ...[...packages].map((name) => `pyodide/${lock.packages[name].file_name}`),
       ...build.wheels,
       `${build.shard}manifest.json`,
-      ...shardFiles(manifest).map((name) => build.shard + name),
+      ...names.map((name) => build.shard + name),
     ],
     notebooks: [
-      ...manifest.notebooks.map((entry) => archiveUrl(build.archive, entry.path)),
+      ...notebooks.map((entry) => archiveUrl(build.archive, entry.path)),
       // the viewer's view of the build's re-render: fresh notebooks and the archive's settings
-      ...manifest.notebooks.filter((entry) => entry.rendered).map((entry) => archiveUrl(build.rendered, entry.path)),
+      ...notebooks.filter((entry) => entry.rendered).map((entry) => archiveUrl(build.rendered, entry.path)),
       ...(build.rendered ? [archiveUrl(build.archive, "rerender.json")] : []),
     ],
   };
@@ -127,7 +140,8 @@ self.addEventListener("message", (event) => {
     const build = await json("build.json");
     const manifest = await json(`${build.shard}manifest.json`);
     const shard = new URL(build.shard, SITE).href;
-    const listed = event.data.urls.filter((url) => url.startsWith(shard) && url.slice(shard.length) in manifest.files);
+    const listed = event.data.urls.filter((url) => url.startsWith(shard)
+      && (url.slice(shard.length) in manifest.files || CONTAINER.test(url.slice(shard.length))));
     const cache = await caches.open(CACHE);
     await Promise.all(listed.map(async (url) => (await cache.match(url)) || cache.add(url)));
   })().catch(() => {}));

@@ -81,7 +81,7 @@ def test_questions_fetch_only_what_they_need_and_answer_as_cpython(page, large_s
 
         assert answer_contract(answer) == answer_contract(large_searcher.search(question, k=3)), question
     # Six questions over 2,500 notebooks read a small share of the shard.
-    assert len(fetched) < len(shard.manifest["files"]) / 10
+    assert len(fetched) < len(shard.files) / 10
 
 
 def test_a_damaged_partition_is_refused_in_the_page_naming_it(browser, large_site, large_searcher, tmp_path):

@@ -12,6 +12,7 @@ import pytest
 from cellar.cli import main
 from cellar.retrieval.evaluation import assign_folds, calibrate, cross_validate, judge, scorecard, scorecards
 from cellar.retrieval.search import Ranking, refuses
+from cellar.retrieval.shard import open_shard
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "demo"
@@ -175,7 +176,7 @@ def test_demo_ballast_question_finds_the_notebook_and_its_table(demo_shard, caps
 
 
 def test_index_leaves_out_the_archive_readme_requirements_and_blobs(demo_shard):
-    paths = {nb["path"] for nb in json.loads((demo_shard / "manifest.json").read_text(encoding="utf-8"))["notebooks"]}
+    paths = {nb["path"] for nb in open_shard(demo_shard).notebooks}
     notebooks = {path for path in paths if path.endswith(".ipynb")}
     assert len(notebooks) == 13  # and beside them only the demo's documents (demo/make_documents.py)
     assert paths - notebooks == {

@@ -90,18 +90,21 @@ def test_shard_round_trip(built, shard_dir, model):
     assert manifest["format"] == 2 and manifest["model"] == {"id": model.id, "sha256": model.sha256}
     assert manifest["counts"]["chunks"] == index.n_chunks
     on_disk = {p.relative_to(shard_dir).as_posix() for p in shard_dir.rglob("*") if p.is_file()}
-    assert on_disk == set(manifest["files"]) | {MANIFEST}
+    # The manifest lists every file but the containers, which the notebook table (a boot file) lists.
+    assert on_disk == set(shard.files) | {MANIFEST} == set(manifest["files"]) | set(shard.containers) | {MANIFEST}
+    assert manifest["table"] in manifest["boot"] and manifest["bytes"] == sum(e["bytes"] for e in shard.files.values())
     for name in on_disk - {MANIFEST}:
         data = (shard_dir / name).read_bytes()
         assert gzip.decompress(data) and name.split("/")[1].startswith(hashlib.sha256(data).hexdigest()[:20])
+        assert shard.files[name] == {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
 
 
 def test_unchanged_files_keep_their_names(built):
     """Built twice, the shard is the same to the byte; a notebook's container is named by its content."""
     first, second = shard_files(built.index), shard_files(built.index)
     assert first == second
-    manifest = json.loads(first[MANIFEST])
-    assert len(set(manifest["containers"])) == len(manifest["containers"])
+    containers = Shard(first.__getitem__).containers
+    assert len(set(containers)) == len(containers)
 
 
 def test_shard_opens_from_bytes(built):
@@ -117,8 +120,8 @@ def test_a_reader_that_lacks_files_is_told_which(built):
     fetched = {MANIFEST, *manifest["boot"]}
     shard = Shard(files.__getitem__, "tab", present=fetched.__contains__)
     with pytest.raises(NeedFiles) as need:
-        shard.require([manifest["containers"][0], manifest["lexical"]["files"][0]])
-    assert need.value.names == [manifest["containers"][0], manifest["lexical"]["files"][0]]
+        shard.require([shard.containers[0], manifest["lexical"]["files"][0]])
+    assert need.value.names == [shard.containers[0], manifest["lexical"]["files"][0]]
     fetched |= set(need.value.names)
     shard.require(need.value.names)
 
@@ -130,7 +133,8 @@ def _role_file(shard_dir: Path, role: str) -> str:
         "partition": manifest["lexical"]["files"][0],
         "cluster": manifest["dense"]["files"][0],
         "centroids": manifest["dense"]["centroids"],
-        "container": manifest["containers"][0],
+        "table": manifest["table"],
+        "container": open_shard(shard_dir).containers[0],
     }[role]
 
 
@@ -139,7 +143,7 @@ def _read_everything(shard_dir: Path) -> None:
     shard.check_all()
 
 
-@pytest.mark.parametrize("role", ["manifest", "partition", "cluster", "centroids", "container"])
+@pytest.mark.parametrize("role", ["manifest", "partition", "cluster", "centroids", "table", "container"])
 def test_flipped_byte_is_refused_naming_the_file(shard_dir, role):
     name = _role_file(shard_dir, role)
     target = shard_dir / name
@@ -159,7 +163,7 @@ def test_missing_file_is_refused_naming_it(shard_dir, role):
 
 
 def test_every_listed_file_is_checked(shard_dir):
-    names = json.loads((shard_dir / MANIFEST).read_text())["files"]
+    names = open_shard(shard_dir).files
     assert len(names) > 10
     for name in names:
         copy = shard_dir.parent / "copy"

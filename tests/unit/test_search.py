@@ -449,7 +449,7 @@ def test_a_query_reads_only_its_partitions_and_the_top_notebooks(demo, tmp_path)
     for query in QUERIES:
         read.clear()
         shard = Shard(reader, "counted")
-        assert read == [MANIFEST, shard.manifest["dense"]["centroids"]]
+        assert read == [MANIFEST, shard.table_file, shard.manifest["dense"]["centroids"]]
         read.clear()
         searcher = Searcher(shard, demo.model)
         answer = searcher.search(query, k=3)
@@ -467,7 +467,7 @@ def test_a_query_reads_only_its_partitions_and_the_top_notebooks(demo, tmp_path)
         assert sorted(read) == sorted(expected), query
         # Never the whole shard (the demo's is small: a question probes most of its clusters; a
         # large archive's share is measured in tests/browser/test_large_archive.py).
-        assert len(read) < len(shard.manifest["files"])
+        assert len(read) < len(shard.files)
 
 
 def test_a_dutch_question_names_its_english_reading_in_the_first_round(demo):

@@ -116,7 +116,7 @@ def test_a_shard_is_a_link_to_a_checked_version_and_a_smaller_archive_leaves_not
     write_shard(small.index, out, model)
     assert paths(out, model) == ["ballast_v4.ipynb"]
     files = {path.relative_to(out).as_posix() for path in out.rglob("*") if path.is_file()}
-    assert files == set(json.loads((out / MANIFEST).read_text())["files"]) | {MANIFEST}  # no stale fragment
+    assert files == set(open_shard(out).files) | {MANIFEST}  # no stale fragment
     versions = tmp_path / "build" / ".shard.versions"
     assert sorted(versions.iterdir()) == sorted([first, out.resolve()])  # the current and the previous
     write_shard(big.index, out, model)
@@ -195,9 +195,11 @@ def _shard_file(shard: Path, role: str) -> str:
     manifest = json.loads((shard / MANIFEST).read_text())
     if role == "partition":
         return manifest["lexical"]["files"][bisect.bisect_right(manifest["lexical"]["first"], "ballast") - 1]
-    return {"manifest": MANIFEST, "centroids": manifest["dense"]["centroids"], "container": manifest["containers"][0]}[
-        role
-    ]
+    return {
+        "manifest": MANIFEST,
+        "centroids": manifest["dense"]["centroids"],
+        "container": open_shard(shard).containers[0],
+    }[role]
 
 
 @pytest.mark.parametrize("role", ["centroids", "partition", "container", "manifest"])
@@ -249,4 +251,4 @@ def test_build_publishes_the_files_the_shard_link_points_to_and_no_link_out_of_t
     write_shard(build_index_from_directory(archive, model).index, out, model)
     (out / ".cellar-stamp").write_text("digest")  # build.py's stamp lands in the current version
     files = {path.relative_to(out).as_posix() for path in build.archive_files(out)}
-    assert files == set(json.loads((out / MANIFEST).read_text())["files"]) | {MANIFEST}  # what site/shard gets
+    assert files == set(open_shard(out).files) | {MANIFEST}  # what site/shard gets

@@ -67,7 +67,7 @@ from cellar.retrieval.packing import canonical, compress, hashed, pack, unpack
 
 FORMAT = 2
 MANIFEST = "manifest.json"
-MANIFEST_KEYS = ("model", "analyzer", "bm25", "counts", "calibration", "notebooks", "files", "lexical", "dense")
+MANIFEST_KEYS = ("model", "analyzer", "bm25", "counts", "calibration", "files", "lexical", "dense")
 PARTITION_POSTINGS = 4096  # postings per terms partition (a term is never split)
 
 
@@ -109,6 +109,10 @@ def _partitions(terms: list[str], indptr: np.ndarray, target: int) -> list[tuple
     return ranges
 
 
+def _described(data: bytes) -> dict[str, Any]:
+    return {"bytes": len(data), "sha256": revision(data)}
+
+
 def _kind_mask(kinds: Iterable[int]) -> int:
     mask = 0
     for kind in kinds:
@@ -125,8 +129,8 @@ def shard_files(
     def add(role: str, raw: bytes) -> str:
         return added(role, compress(raw))
 
-    def added(role: str, compressed: bytes) -> str:
-        name = hashed(role, compressed)
+    def added(role: str, compressed: bytes, extension: str = "bin") -> str:
+        name = hashed(role, compressed, extension)
         files[name] = compressed
         return name
 
@@ -166,6 +170,11 @@ def shard_files(
     for entry, compressed in zip(index.notebooks, index.containers):
         containers.append(added("notebooks", compressed))
         notebooks.append({**entry, "kinds": _kind_mask(np.unique(kinds[entry["start"] : entry["end"]]))})
+    # The notebook table grows with the archive (41,000 notebooks: 22 MB of JSON, 4 MB gzipped):
+    # a boot file, compressed and checked like the others, not part of the manifest.
+    container_files = {name: _described(files[name]) for name in containers}
+    table = {"notebooks": notebooks, "containers": containers, "files": container_files}
+    table_file = added("table", compress(canonical(table)), "json")
     kind_codes, kind_counts = np.unique(kinds, return_counts=True)
     manifest = {
         "format": FORMAT,
@@ -182,12 +191,13 @@ def shard_files(
         },
         "kinds": list(KINDS),  # the names of the kind codes
         "calibration": index.calibration,
-        "notebooks": notebooks,
-        "containers": containers,
+        "table": table_file,
         "lexical": {"first": lexical_first, "files": lexical_files, "postings": partition_postings},
         "dense": {"centroids": centroid_file, "files": cluster_files, "nprobe": nprobe, "recall@50": recall},
-        "boot": [centroid_file],
-        "files": {name: {"bytes": len(data), "sha256": revision(data)} for name, data in files.items()},
+        "boot": [centroid_file, table_file],
+        "bytes": sum(len(data) for data in files.values()),  # the whole shard but the manifest
+        # every file but the containers, which the table lists
+        "files": {name: _described(data) for name, data in files.items() if name not in container_files},
     }
     manifest["checksum"] = revision(canonical(manifest))
     # Sorted keys: a notebook's meta from the cache and from a cold build write the same bytes.
@@ -302,7 +312,7 @@ def _fill(partial: Path, files: dict[str, bytes], earlier: dict[str, Path]) -> N
     folders = sorted({(partial / name).parent for name in files})
     for folder in folders:
         folder.mkdir(parents=True, exist_ok=True)
-    listed = json.loads(files[MANIFEST])["files"]
+    listed = _listed(json.loads(files[MANIFEST]), files.__getitem__)
     for name, data in files.items():
         same = earlier.get(listed[name]["sha256"]) if name in listed else None
         if same is None or not _link(same, partial / name):
@@ -318,10 +328,18 @@ def _earlier_files(previous: Path | None) -> dict[str, Path]:
     if previous is None:
         return {}
     try:
-        listed = json.loads((previous / MANIFEST).read_text(encoding="utf-8"))["files"]
+        manifest = json.loads((previous / MANIFEST).read_text(encoding="utf-8"))
+        listed = _listed(manifest, lambda name: (previous / name).read_bytes())
         return {entry["sha256"]: previous / name for name, entry in listed.items()}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, EOFError, zlib.error, ValueError, KeyError, TypeError, AttributeError):
         return {}
+
+
+def _listed(manifest: dict[str, Any], read: Callable[[str], bytes]) -> dict[str, dict[str, Any]]:
+    """Every file of a shard with its size and SHA-256: the manifest's, and the containers' from
+    its notebook table (read with ``read``)."""
+    table = json.loads(gzip.decompress(read(manifest["table"])))
+    return {**manifest["files"], **table["files"]}
 
 
 def _link(source: Path, target: Path) -> bool:
@@ -410,17 +428,19 @@ class Shard:
             self.analyzer = AnalyzerSettings.from_dict(self.manifest["analyzer"])
             bm25 = self.manifest["bm25"]
             self.n_docs, self.k1, self.b, self.avgdl = int(bm25["n"]), bm25["k1"], bm25["b"], bm25["avgdl"]
-            self.notebooks: list[dict[str, Any]] = self.manifest["notebooks"]
             self.lexical_first: list[str] = self.manifest["lexical"]["first"]
             self.lexical_files: list[str] = self.manifest["lexical"]["files"]
             dense = self.manifest["dense"]
             self.cluster_files: list[str] = dense["files"]
             self.nprobe = int(dense["nprobe"])
-            self.containers: list[str] = self.manifest["containers"]
-            if len(self.containers) != len(self.notebooks) or len(self.lexical_first) != len(self.lexical_files):
+            self.table_file: str = self.manifest["table"]
+            # every file's size and SHA-256: the manifest's, and the containers' from the table
+            self.files: dict[str, dict[str, Any]] = dict(self.manifest["files"])
+            if len(self.lexical_first) != len(self.lexical_files):
                 raise ValueError("the manifest's tables disagree in length")
         except (ValueError, KeyError, TypeError) as error:
             raise ShardError(f"{source}/{MANIFEST}: damaged, not a shard manifest ({error!r})") from None
+        self.notebooks, self.containers = self._table()
         self.model_id = self.manifest["model"]["id"]
         self.model_sha256 = self.manifest["model"]["sha256"]
         self.calibration = self.manifest["calibration"]
@@ -456,6 +476,21 @@ class Shard:
             raise ShardError(f"{where}: damaged, not a shard manifest (missing {', '.join(missing)})")
         return manifest
 
+    def _table(self) -> tuple[list[dict[str, Any]], list[str]]:
+        """The notebook table (a boot file): every notebook's entry and container; their files
+        join ``files``."""
+        try:
+            table = json.loads(self._checked(self.table_file))
+            notebooks, containers, files = table["notebooks"], table["containers"], table["files"]
+            if len(containers) != len(notebooks) or set(containers) != set(files):
+                raise ValueError("its notebooks, containers and files disagree")
+        except (UnicodeDecodeError, ValueError, KeyError, TypeError) as error:
+            if isinstance(error, ShardError):
+                raise
+            raise ShardError(f"{self.source}/{self.table_file}: damaged, not a notebook table ({error!r})") from None
+        self.files.update(files)
+        return notebooks, containers
+
     def _bytes(self, name: str) -> bytes:
         try:
             return self._read(name)
@@ -464,9 +499,9 @@ class Shard:
 
     def _checked(self, name: str) -> bytes:
         """The file's bytes once they match the manifest's SHA-256, decompressed."""
-        expected = self.manifest["files"].get(name)
+        expected = self.files.get(name)
         if expected is None:
-            raise ShardError(f"{self.source}/{name}: not listed in {MANIFEST}")
+            raise ShardError(f"{self.source}/{name}: not listed in {MANIFEST} or its table")
         data = self._bytes(name)
         digest = revision(data)
         if len(data) != expected["bytes"] or digest != expected["sha256"]:
@@ -528,10 +563,10 @@ class Shard:
         for n in range(len(self.notebooks)):
             self.container(n)
             self._forget()
-        listed = {*self.lexical_files, *self.cluster_files, *self.containers, self.manifest["dense"]["centroids"]}
-        if listed != set(self.manifest["files"]):
+        named = {*self.lexical_files, *self.cluster_files, *self.containers, self.manifest["dense"]["centroids"]}
+        if named | {self.table_file} != set(self.files):
             raise ShardError(
-                f"{self.source}/{MANIFEST}: lists files no table names ({sorted(listed ^ set(self.manifest['files']))})"
+                f"{self.source}/{MANIFEST}: lists files no table names ({sorted(named ^ set(self.files))})"
             )
 
     # -- lexical ---------------------------------------------------------------------------------
