@@ -24,6 +24,8 @@ Writes (into --out, default demo/archive/)
                                          are share prefixes without a trailing separator; their
                                          entries use "/" separators.
   requirements.txt, README.md            the pinned environment and the table of notebooks
+  documents beside the notebooks         demo/make_documents.py: a Markdown report, a PDF, a
+                                         DOCX, a standard's clauses, service notes, glossary.json
 
 How each notebook is run: nbclient with an ipykernel (TZ=UTC, PYTHONHASHSEED=0), with a hidden
 first setup cell, executed without storing history (so the author's cells count from In[1]):
@@ -563,6 +565,10 @@ def build(out: Path) -> None:
     )
     (out / "requirements.txt").write_text("".join(f"{k}=={v}\n" for k, v in REQUIREMENTS.items()))
     (out / "README.md").write_text(readme(NOTEBOOKS), encoding="utf-8")
+    sys.path.insert(0, str(DEMO))  # make_documents.py is a script beside this one, not a package
+    from make_documents import write_documents
+
+    write_documents(out)  # the reports, the standard's clauses and the service notes beside them
     for nb in NOTEBOOKS:
         folder = out / nb.folder
         folder.mkdir(parents=True, exist_ok=True)

@@ -102,7 +102,7 @@ client.manifest.then((manifest) => {
 
 // The year range and the projects, from the notebook table that Python opened (a boot file of
 // the shard: the manifest stays small however large the archive).
-function showFilters({ years, projects }) {
+function showFilters({ years, projects, sources, fields }) {
   for (const id of ["year-from", "year-to"]) {
     const input = $(id);
     input.closest(".filter").hidden = !years;
@@ -116,6 +116,25 @@ function showFilters({ years, projects }) {
   })));
   const wanted = new URLSearchParams(location.search).get("project");
   if (wanted && projects.some(([project]) => project === wanted)) $("project").value = wanted;
+  sourceFilters(sources ?? [], fields ?? {});
+}
+
+// Documents beside the notebooks: a source filter when the archive holds more than notebooks,
+// and one filter per structured field of its records (machine, fault code, ...), from the
+// entries' catalogue that Python read (each service note is an entry with its fields).
+const SOURCE_NAMES = { notebook: "Notebooks", document: "Documents", clauses: "Clause collections", records: "Records" };
+
+function sourceFilters(sources, fields) {
+  $("source").closest(".filter").hidden = sources.length < 2;
+  $("source").append(...sources.map((name) => element("option", { value: name, textContent: SOURCE_NAMES[name] ?? name })));
+  $("fields").replaceChildren(...Object.keys(fields).map((key) => {
+    const select = element("select", { id: `field-${key}`, className: "field" },
+      element("option", { value: "", textContent: "any" }),
+      ...fields[key].map((value) => element("option", { value, textContent: value })));
+    select.dataset.field = key;
+    return element("div", { className: "filter" },
+      element("label", { htmlFor: `field-${key}`, textContent: key.replaceAll("_", " ") }), select);
+  }));
 }
 
 function options() {
@@ -127,6 +146,9 @@ function options() {
     project: $("project").value || null,
     kinds: [...document.querySelectorAll("#kinds input:checked")].map((box) => box.value),
     include_deprecated: $("include-deprecated").checked,
+    sources: $("source").value ? [$("source").value] : [],
+    fields: Object.fromEntries([...document.querySelectorAll("#fields select")]
+      .filter((select) => select.value).map((select) => [select.dataset.field, select.value])),
   };
 }
 
@@ -172,7 +194,8 @@ $("search-form").addEventListener("submit", (event) => { event.preventDefault();
 $("query").addEventListener("input", () => { clearTimeout(debounce); debounce = setTimeout(run, DEBOUNCE_MS); });
 $("filters").addEventListener("change", () => run());
 $("clear-filters").addEventListener("click", () => {
-  for (const id of ["year-from", "year-to", "project"]) $(id).value = "";
+  for (const id of ["year-from", "year-to", "project", "source"]) $(id).value = "";
+  document.querySelectorAll("#fields select").forEach((select) => { select.value = ""; });
   $("filters").querySelectorAll("input[type=checkbox]").forEach((box) => { box.checked = false; });
   run();
 });
@@ -221,7 +244,9 @@ function notebookCard(notebook, rank) {
   return element("article", { className: "notebook" },
     element("h3", { id },
       rank ? element("span", { className: "rank", textContent: `${rank}. ` }) : null,
-      element("a", { href: viewerUrl(notebook, first), textContent: notebook.title || notebook.path })),
+      first?.citation !== undefined
+        ? element("span", { textContent: notebook.title || notebook.path })
+        : element("a", { href: viewerUrl(notebook, first), textContent: notebook.title || notebook.path })),
     element("p", { className: "path" }, element("code", { textContent: notebook.path })),
     element("p", { className: "meta" }, facts ? `${facts} · ` : "", badges),
     notebook.warning ? element("p", { className: "warning", role: "note", textContent: notebook.warning }) : null,
@@ -242,6 +267,13 @@ function hitBody(notebook, hit) {
 const badge = (kind) => element("span", { className: `badge badge-${kind}`, textContent: kind });
 
 function citation(notebook, hit) {
+  if (hit.citation !== undefined) {
+    // A document's block, cited as read aloud (`CVS 210:2019 §6.3.2 b`, a note's id): the
+    // documents are not published on the site, so the citation names the file and revision.
+    const where = hit.citation;
+    return element("cite", { className: "cite document" }, `${notebook.path}, `,
+      element("strong", { textContent: where }), ", revision ", element("code", { textContent: notebook.revision.slice(0, 7) }));
+  }
   const where = `cell ${hit.cell}${hit.output !== null ? `, output ${hit.output}` : ""}`;
   const link = element("a", { className: "cite", href: viewerUrl(notebook, hit) },
     element("cite", {}, `${notebook.path}, ${where}, revision `, element("code", { textContent: notebook.revision.slice(0, 7) })));
@@ -284,11 +316,16 @@ function table(text) {
 }
 
 function neighbourhood(notebook) {
+  const isDocument = notebook.neighbourhood.some((entry) => entry.citation !== undefined);
+  const place = (entry) => (entry.citation !== undefined || isDocument
+    ? element("cite", { textContent: entry.citation ?? "section" })
+    : element("a", { href: viewerUrl(notebook, entry), textContent: `cell ${entry.cell}${entry.output !== undefined ? `, output ${entry.output}` : ""}` }));
   return element("details", { className: "neighbourhood" },
-    element("summary", { textContent: "Context: the heading above, the cell and the next two cells" }),
+    element("summary", { textContent: isDocument
+      ? "Context: the section, the passage and the next two in it"
+      : "Context: the heading above, the cell and the next two cells" }),
     element("ol", {}, ...notebook.neighbourhood.map((entry) => element("li", {},
-      element("p", { className: "hit-head" }, badge(entry.kind), " ",
-        element("a", { href: viewerUrl(notebook, entry), textContent: `cell ${entry.cell}${entry.output !== undefined ? `, output ${entry.output}` : ""}` })),
+      element("p", { className: "hit-head" }, badge(entry.kind), " ", place(entry)),
       quote(entry.text, entry.marks ?? [])))));
 }
 

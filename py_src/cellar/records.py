@@ -57,6 +57,7 @@ class NotebookEntry(TypedDict):
     start: int
     end: int
     cells: int
+    entry: NotRequired[str]  # a record's id: each note of a records file is an entry of its own
 
 
 class Hit(TypedDict):
@@ -68,6 +69,8 @@ class Hit(TypedDict):
     quote: str
     start: int
     end: int
+    source: NotRequired[str]  # a document's: document | clauses | records (absent: a notebook)
+    citation: NotRequired[str]  # a document block's path: `NEN 3140:2018 §6.3.2 b`, a note's id
 
 
 class NeighbourhoodEntry(TypedDict):
@@ -75,6 +78,7 @@ class NeighbourhoodEntry(TypedDict):
     kind: str
     text: str  # the chunk's quote, cut at a length limit
     output: NotRequired[int]  # an output's entry; absent for a cell's source
+    citation: NotRequired[str]  # a document block's citation (a document's context)
 
 
 class NotebookResult(TypedDict):
@@ -88,6 +92,7 @@ class NotebookResult(TypedDict):
     meta: dict[str, Any]
     hits: list[Hit]
     neighbourhood: list[NeighbourhoodEntry]
+    entry: NotRequired[str]  # a service note's id: one entry of its records file
     warning: NotRequired[str]  # a stale notebook: its saved outputs may be out of date
     note: NotRequired[str]  # a drifted notebook: these are its fresh outputs
 
@@ -105,6 +110,7 @@ class Answer(TypedDict):
     evidence: dict[str, Any]  # coverage, known_coverage, numbers, similarity, missing
     warnings: list[str]
     closest: NotRequired[list[NotebookResult]]  # a refusal: what came nearest
+    route: NotRequired[dict[str, Any]]  # a routed search: rule, sources searched, fields, fell_back
 
 
 class OutputDiffRecord(TypedDict):

@@ -67,3 +67,17 @@ def stand_in_site(tmp_path, monkeypatch) -> Path:
     (site / "pyodide" / "pyodide-lock.json").write_text(json.dumps(lock))
     (site / "build.json").write_text(json.dumps({"wheels": []}))
     return site
+
+
+def demo_documents_writers():
+    """demo/make_documents.py as a module: the PDF and DOCX writers and `write_documents`, which
+    the document tests use to make real files (it is a script beside the demo, not a package)."""
+    import importlib.util
+
+    script = Path(__file__).resolve().parents[2] / "demo" / "make_documents.py"
+    spec = importlib.util.spec_from_file_location("make_documents", script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["make_documents"] = module
+    spec.loader.exec_module(module)
+    return module

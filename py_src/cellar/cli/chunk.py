@@ -1,5 +1,6 @@
 """`cellar chunk PATH_OR_DIR... --jsonl [--stats] [--rules RULES.json] [--root DIR]`: chunk
-notebooks and plain documents (.md, .txt) into chunk records, one JSON object per line on stdout.
+notebooks and documents (.md, .txt, .html, .pdf, .docx, *.clauses.xml/json, *.records.csv/jsonl)
+into chunk records, one JSON object per line on stdout.
 
 A folder is searched for documents and is the root that record paths are relative to (unless
 --root says otherwise); a file's root is its own folder. Problems go to stderr as `path: reason`

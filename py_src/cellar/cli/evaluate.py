@@ -1,9 +1,11 @@
 """`cellar eval SHARD GOLD.jsonl [--json] [--mode bm25|dense|hybrid|all] [--calibration
-out-of-sample|stored] [--folds K] [--model DIR]`: the scorecard of a shard on a gold set
+out-of-sample|stored] [--folds K] [--route] [--model DIR]`: the scorecard of a shard on a gold set
 (shared/gold/README.md): notebook hit@1/3/5, the cells (cell_hit@5: among the hits and
 neighbourhood of the top 5 notebooks, as the product shows them; cell_strict@5: among their hits
 alone; cell_first: the top notebook's first hit), MRR, refusal recall, false refusal rate, the
-same per kind and per language, and latency p50/p95 of a whole search and of each stage.
+same per kind and per language, for document questions block_first (the top answer's first hit
+is the gold block) and citation_exact (over answered ones: its citation is the gold's, to the
+character), and latency p50/p95 of a whole search and of each stage.
 --mode all puts the three modes side by side.
 
 Refusal is judged out of sample by default: the gold questions are dealt into K folds (5,
@@ -34,6 +36,8 @@ COLUMNS = (
     "mrr",
     "refusal_recall",
     "false_refusal_rate",
+    "block_first",
+    "citation_exact",
 )
 
 
@@ -62,6 +66,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help=f"folds of the out-of-sample calibration (default {FOLDS})",
     )
     parser.add_argument(
+        "--route", action="store_true", help="route each question to one source first (cellar.retrieval.routing)"
+    )
+    parser.add_argument(
         "--model",
         default=str(default_model_dir()),
         metavar="DIR",
@@ -79,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     modes = MODES if args.mode == "all" else (args.mode,)
     try:
-        cards = scorecards(searcher, gold, modes, args.calibration, args.folds)
+        cards = scorecards(searcher, gold, modes, args.calibration, args.folds, args.route)
     except ValueError as error:
         print(f"cellar eval: {error}", file=sys.stderr)
         return 2
@@ -95,7 +102,7 @@ def table(cards: dict) -> str:
     head = ["mode", *COLUMNS, "p50 ms", "p95 ms"]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for mode, card in cards.items():
-        cells = [f"{card[c]:.3f}" if card[c] is not None else "n/a" for c in COLUMNS]
+        cells = [f"{card[c]:.3f}" if card.get(c) is not None else "n/a" for c in COLUMNS]
         latency = card["latency_ms"]
         rows.append("| " + " | ".join([mode, *cells, f"{latency['p50']:.1f}", f"{latency['p95']:.1f}"]) + " |")
     how = next(iter(cards.values()))["calibration"]

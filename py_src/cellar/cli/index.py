@@ -1,7 +1,8 @@
 """`cellar index CORPUS_DIR --out SHARD_DIR [--rerendered DIR] [--model DIR] [--rules RULES.json]
 [--glossary GLOSSARY.json] [--calibrate GOLD.jsonl] [--cache DIR | --no-cache]
 [--scheduler local|dask|tcp://HOST:PORT] [--workers N]`: chunk, analyse and embed every notebook
-and .md/.txt document below CORPUS_DIR and write the search shard.
+and document (.md, .txt, .html, .pdf, .docx, *.clauses.xml/json, *.records.csv/jsonl: README.md,
+"Documents beside notebooks") below CORPUS_DIR and write the search shard.
 
 Incremental: each file's chunks, terms and embeddings are kept in a cache (default .NAME.cache
 beside SHARD_DIR) under the SHA-256 of its bytes and of the pipeline (cellar's chunking and
@@ -25,7 +26,9 @@ it, the saved outputs are indexed as they are and every notebook's status is `un
 Bad files are reported on stderr as `path: reason` and skipped: anything but a regular file, a
 link out of the archive, a file over 100 MB, a name that is not UTF-8, a notebook that does not
 parse (README.md, "What an archive may hold"). With --calibrate, the refusal thresholds are fitted
-on a gold set (shared/gold/README.md) and stored in the shard manifest.
+on a gold set (shared/gold/README.md) and stored in the shard manifest. Without --glossary, an
+archive's own glossary.json at its root is used (the demo archive's expands its service notes'
+abbreviations).
 
 The shard is written beside SHARD_DIR (.NAME.versions/), checked, and SHARD_DIR, a symbolic link,
 is switched to it in one step: a run that is killed or fails leaves the previous shard whole. A
@@ -55,6 +58,8 @@ from cellar.retrieval.scheduler import check_scheduler
 from cellar.retrieval.search import Searcher
 from cellar.retrieval.shard import ShardBusy, ShardError, shard_lock, write_shard
 
+GLOSSARY_FILE = "glossary.json"  # an archive's own glossary, at its root
+
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -77,7 +82,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="embedding model folder (default: the packaged model)",
     )
     parser.add_argument("--rules", metavar="RULES.json", help='metadata rules: [{"pattern": REGEX, "meta": {...}}]')
-    parser.add_argument("--glossary", metavar="GLOSSARY.json", help='abbreviations: {"kk vk": "kortsluiting ..."}')
+    parser.add_argument(
+        "--glossary",
+        metavar="GLOSSARY.json",
+        help='abbreviations: {"kk vk": "kortsluiting ..."} (default: CORPUS_DIR/glossary.json when there is one)',
+    )
     parser.add_argument("--calibrate", metavar="GOLD.jsonl", help="fit the refusal thresholds on this gold set")
     parser.add_argument(
         "--cache",
@@ -99,7 +108,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         rules = parse_rules(_json(args.rules)) if args.rules else ()
-        glossary = _json(args.glossary) if args.glossary else None
+        glossary_file = args.glossary or archive_glossary(args.corpus)
+        glossary = _json(glossary_file) if glossary_file else None
         if glossary is not None and not isinstance(glossary, dict):
             raise ValueError("the glossary must be a JSON object of abbreviation -> expansion")
         gold = (
@@ -179,6 +189,13 @@ def _index(args: argparse.Namespace, model: StaticModel, rules: Any, glossary: A
             file=sys.stderr,
         )
     return 1 if built.skipped else 0
+
+
+def archive_glossary(corpus: str) -> str | None:
+    """The archive's own glossary, ``glossary.json`` at its root (the abbreviations its service
+    notes use), when --glossary names none; None when the archive has none."""
+    path = Path(corpus) / GLOSSARY_FILE
+    return str(path) if path.is_file() else None
 
 
 def _json(name: str) -> object:

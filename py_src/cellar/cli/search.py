@@ -1,5 +1,10 @@
 """`cellar search SHARD QUERY [--k N] [--json] [--year-from Y] [--year-to Y] [--project P]
-[--path-prefix PREFIX] [--kind KIND ...] [--include-deprecated] [--model DIR]`: search a shard.
+[--path-prefix PREFIX] [--kind KIND ...] [--include-deprecated] [--source SOURCE ...]
+[--field KEY=VALUE ...] [--route] [--model DIR]`: search a shard.
+
+--source keeps notebooks, documents, clause collections or records (repeatable); --field keeps
+the service notes whose structured field KEY is VALUE (`--field machine=T2-0457`). --route asks
+one source first and falls back to all (cellar.retrieval.routing) and says what it searched.
 
 Prints the answer contract of DESIGN.md as JSON (--json) or a readable listing. Exit status: 0
 with an answer; 3 when the answer is a refusal; 2 for unusable arguments or an unusable shard
@@ -15,6 +20,8 @@ import sys
 
 from cellar.records import KINDS, Answer
 from cellar.retrieval.embedding import default_model_dir, load_model
+from cellar.retrieval.filters import SOURCES
+from cellar.retrieval.routing import Router
 from cellar.retrieval.search import Filters, Searcher
 from cellar.retrieval.shard import ShardError, open_shard
 
@@ -27,6 +34,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("query", metavar="QUERY")
     parser.add_argument("--k", type=int, default=3, help="notebooks to return (default 3)")
     parser.add_argument("--json", action="store_true", help="print the answer as JSON")
+    parser.add_argument(
+        "--route",
+        action="store_true",
+        help="ask one source first (a machine id: its notes; a requirement: the standards)",
+    )
     add_filter_arguments(parser)
     parser.add_argument(
         "--model",
@@ -44,6 +56,24 @@ def add_filter_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--path-prefix", metavar="PREFIX")
     parser.add_argument("--kind", action="append", choices=KINDS, default=[], help="chunk kinds (repeatable)")
     parser.add_argument("--include-deprecated", action="store_true", help="also search deprecated notebooks")
+    parser.add_argument("--source", action="append", choices=SOURCES, default=[], help="sources (repeatable)")
+    parser.add_argument(
+        "--field", action="append", default=[], metavar="KEY=VALUE", help="a record's field, e.g. machine=T2-0457"
+    )
+
+
+def filters_of(args: argparse.Namespace) -> Filters:
+    """The Filters the filter arguments ask for; a ValueError for a --field without `=`."""
+    fields = []
+    for raw in args.field:
+        key, equals, value = raw.partition("=")
+        if not equals or not key.strip():
+            raise ValueError(f"--field {raw!r}: give KEY=VALUE, e.g. machine=T2-0457")
+        fields.append((key.strip().lower(), value.strip()))
+    return Filters(
+        args.year_from, args.year_to, args.project, args.path_prefix, tuple(args.kind), args.include_deprecated,
+        tuple(args.source), tuple(fields),
+    )  # fmt: skip
 
 
 def open_searcher(shard: str, model_dir: str, nprobe: int | None = None) -> Searcher:
@@ -54,14 +84,15 @@ def open_searcher(shard: str, model_dir: str, nprobe: int | None = None) -> Sear
 def run(args: argparse.Namespace) -> int:
     try:
         searcher = open_searcher(args.shard, args.model)
-        filters = Filters(
-            args.year_from, args.year_to, args.project, args.path_prefix, tuple(args.kind), args.include_deprecated
-        )
+        filters = filters_of(args)
     except (OSError, ValueError) as error:
         print(f"cellar search: {error}", file=sys.stderr)
         return 2
     try:
-        answer = searcher.search(args.query, k=args.k, filters=filters)
+        if args.route:
+            answer = Router(searcher).search(args.query, k=args.k, filters=filters)
+        else:
+            answer = searcher.search(args.query, k=args.k, filters=filters)
     except (ShardError, OSError) as error:  # a file read on demand that is missing or damaged
         print(f"cellar search: {error}", file=sys.stderr)
         return 2
@@ -84,7 +115,15 @@ def listing(answer: Answer) -> str:
             lines.append(f"   warning: {nb['warning']}")
         for hit in nb["hits"]:
             where = f"cell {hit['cell']}" + (f" output {hit['output']}" if hit["output"] is not None else "")
+            where += f" {hit['kind']}"
+            if "citation" in hit:  # a document's block: its source and its citation, as read aloud
+                where = f"{hit.get('source', 'document')} {hit['citation']}"
             quote = " ".join(hit["quote"].split())[:100]
-            lines.append(f"   - {where} {hit['kind']}: {quote}")
+            lines.append(f"   - {where}: {quote}")
+    if "route" in answer:
+        route = answer["route"]
+        lines.append(
+            f"searched {', then '.join(route['sources'])} ({route['rule']} rule{', fell back' if route['fell_back'] else ''})"
+        )
     lines.append(f"({answer['timings_ms']['total']:.1f} ms)")
     return "\n".join(lines)

@@ -27,10 +27,14 @@ import warnings
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
+from typing import Any
 
 from cellar.ingest.chunks import Chunk, Chunked, ChunkMaker, clean_text
 from cellar.ingest.code_facts import CodeFacts, code_facts
 from cellar.ingest.discovery import read_document
+from cellar.ingest.documents.blocks import Block, search_prefix
+from cellar.ingest.documents.extract import extract
+from cellar.ingest.documents.notes import record_year
 from cellar.ingest.metadata import Rule, document_meta
 from cellar.ingest.notebook import Cell, Notebook, NotebookWarning, Output, load_notebook, relative_path
 from cellar.ingest.outputs import IMAGES, chunk_output
@@ -87,16 +91,39 @@ def chunk_notebook(notebook: Notebook, rules: Sequence[Rule] = ()) -> Chunked:
 
 
 def chunk_document(data: bytes, path: str, rules: Sequence[Rule] = ()) -> Chunked:
-    """`text` chunks of a plain document (.md, .txt); Markdown headings give `meta.headings`."""
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        raise ValueError(f"{path}: not UTF-8 text (byte {error.start}: {error.reason})") from None
-    maker = ChunkMaker(path, revision(data), document_meta(path, {}, rules))
-    maker.start_document(text)
-    text = _cut(path, "the text", text)
-    _prose(maker, "text", text, _Outline(), markdown=path.lower().endswith((".md", ".markdown")))
-    return Chunked(tuple(maker.chunks), dict(maker.skipped), text)
+    """The chunks of a document beside the notebooks (`cellar.ingest.documents.extract`: .md,
+    .txt, .html, .pdf, .docx, clause collections, records): one per block, cited by its path
+    (`meta.citation`), a block longer than a prose window cut into windows under the same
+    citation. `Chunked.source` is the extracted text the offsets point into (for .md and .txt,
+    the file's own text); a FileRefused (a ValueError) names the file and the problem."""
+    extracted = extract(data, path)
+    meta = document_meta(path, {}, rules)
+    maker = ChunkMaker(path, revision(data), {**meta, "source": extracted.source})
+    maker.start_document(extracted.text)
+    text = _cut(path, "the text", extracted.text)
+    place = "source" if extracted.format in ("markdown", "text") else "extracted"
+    for block in extracted.blocks:
+        if block.end <= len(text):
+            _block(maker, text, block, place, extracted.designation)
+    return Chunked(tuple(maker.chunks), dict(maker.skipped), text, extracted.title)
+
+
+def _block(maker: ChunkMaker, text: str, block: Block, place: str, designation: str | None) -> None:
+    """The chunks of one block: the block whole, or its prose windows when it is longer."""
+    maker.headings = list(block.headings)
+    kind = "table" if block.kind == "table" else "text"
+    fields = dict(block.fields)
+    facts: dict[str, Any] = {
+        "citation": block.citation, "block": block.kind, "page": block.page, "entry": block.entry,
+        "fields": fields, "designation": designation, "year": record_year(fields) if fields else None,
+    }  # fmt: skip
+    spans = word_spans(text[block.start : block.end])
+    prefix = search_prefix(block)
+    for first, last in window_ranges(len(spans), *PROSE_WINDOW) or [(0, 0)]:
+        start = block.start + (spans[first][0] if spans else 0)
+        end = block.start + (spans[last - 1][1] if spans else 0)
+        body = clean_text(text[start:end])
+        maker.add(kind, text, start, end, f"{prefix}\n{body}" if prefix else body, place=place, **facts)
 
 
 def chunk_file(file_path: str | os.PathLike[str], root: str | os.PathLike[str],

@@ -58,11 +58,12 @@ class Chunk:
 @dataclass(frozen=True)
 class Chunked:
     """The chunks of one document, what was skipped (reason -> count), and what was chunked:
-    the notebook, or a plain document's text."""
+    the notebook, or a document's (extracted) text."""
 
     chunks: tuple[Chunk, ...]
     skipped: dict[str, int]
     source: Notebook | str
+    title: str | None = None  # a document's title (its first heading, a standard's designation)
 
 
 def original_text(notebook: Notebook, chunk: Chunk) -> str:

@@ -24,7 +24,20 @@ import os
 import stat
 from pathlib import PurePath
 
-DOCUMENT_SUFFIXES = (".ipynb", ".md", ".markdown", ".txt")
+DOCUMENT_SUFFIXES = (
+    ".ipynb",
+    ".md",
+    ".markdown",
+    ".txt",
+    ".html",
+    ".htm",
+    ".pdf",
+    ".docx",
+    ".clauses.xml",
+    ".clauses.json",
+    ".records.csv",
+    ".records.jsonl",
+)  # see ingest.documents.extract
 MAX_FILE_BYTES = 100 * 1024 * 1024  # one archive file: larger ones are refused unread
 
 _KINDS = (

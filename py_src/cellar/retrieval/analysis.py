@@ -285,6 +285,12 @@ class Analyzer:
         """The stop words of ``language`` the analyser drops (none when it drops none)."""
         return STOP_WORDS.get(language, frozenset()) if self.settings.stopwords else frozenset()
 
+    def glossary_words(self, text: str) -> list[str]:
+        """The words of the glossary's expansions of the abbreviations ``text`` holds (``brg``
+        -> ``bearing lager``), in order: what the dense side of a service note is embedded with
+        beside its own words, as its terms carry their analysed forms."""
+        return self._glossary_tokens(_raw_tokens(text)) if self._glossary else []
+
     def raw_tokens(self, text: str) -> list[str]:
         """The raw tokens the analyser cuts ``text`` into (before folding and stemming)."""
         return _raw_tokens(text)

@@ -1,7 +1,9 @@
 """Evaluation: gold questions in, a scorecard and refusal calibration out.
 
 A gold set (shared/gold/README.md) is JSON lines of questions with the notebooks and cells that
-answer them (none for an out-of-scope question). ``evaluate`` runs every question through a
+answer them (none for an out-of-scope question); a document's expected block is given by its
+path, a verbatim ``evidence`` from its quote and its ``citation`` (``cell`` null), and is scored
+``block_first`` and ``citation_exact`` (``judge_citation``). ``evaluate`` runs every question through a
 ``Searcher`` and scores the answers (``judge``, ``scorecard``); ``calibrate`` fits the three
 refusal thresholds that ``cellar index --calibrate`` stores in the shard.
 
@@ -17,11 +19,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from cellar.ingest.provenance import revision
+from cellar.retrieval.routing import Router
 from cellar.retrieval.search import Searcher, refuses, unknown_words_left_to_meaning
 
 FOLDS = 5  # k of the out-of-sample calibration (cross_validate)
@@ -57,7 +61,7 @@ def judge(row: Mapping[str, Any], answer: Mapping[str, Any]) -> dict[str, Any]:
     hits = {(nb["path"], hit["cell"]) for nb in notebooks for hit in nb["hits"]}
     shown = hits | {(nb["path"], item["cell"]) for nb in notebooks for item in nb["neighbourhood"]}
     first = (notebooks[0]["path"], notebooks[0]["hits"][0]["cell"]) if notebooks and notebooks[0]["hits"] else None
-    return {
+    judged = {
         "answerable": bool(row["expect"]),
         "rank": rank,
         "cell_hit": bool(cells & shown),
@@ -65,6 +69,24 @@ def judge(row: Mapping[str, Any], answer: Mapping[str, Any]) -> dict[str, Any]:
         "cell_first": first in cells,
         "refused": answer["refused"],
     }
+    cited = [e for e in row["expect"] if e.get("citation")]
+    if cited:
+        judged.update(
+            judge_citation(cited, notebooks[0]["hits"][0] if first else None, notebooks[0]["path"] if first else "")
+        )
+    return judged
+
+
+def judge_citation(expect: Sequence[Mapping[str, Any]], hit: Mapping[str, Any] | None, path: str) -> dict[str, Any]:
+    """A document question's figures (its gold names the block by ``path``, ``evidence``, a
+    verbatim piece of its quote, and ``citation``): ``block_first``, whether the top answer's
+    first hit is that block; ``citation_exact``, whether that hit's citation is the gold's, to
+    the character (scored over answered questions: the citation a reader is given is right)."""
+    if hit is None:
+        return {"cited": True, "block_first": False, "citation_exact": False}
+    block = any(e["path"] == path and e.get("evidence", "") in hit["quote"] for e in expect)
+    exact = any(e["path"] == path and e["citation"] == hit.get("citation") for e in expect)
+    return {"cited": True, "block_first": block, "citation_exact": exact}
 
 
 def scorecard(judged: Sequence[Mapping[str, Any]], latencies: Sequence[float]) -> dict[str, Any]:
@@ -90,6 +112,10 @@ def scorecard(judged: Sequence[Mapping[str, Any]], latencies: Sequence[float]) -
     )
     figures["refusal_recall"] = share(unanswerable, lambda j: j["refused"])
     figures["false_refusal_rate"] = share(answerable, lambda j: j["refused"])
+    cited = [j for j in answerable if j.get("cited")]
+    if cited:  # document questions: the block and its citation (judge_citation)
+        figures["block_first"] = share(cited, lambda j: j["block_first"] and not j["refused"])
+        figures["citation_exact"] = share([j for j in cited if not j["refused"]], lambda j: j["citation_exact"])
     if latencies:
         ordered = sorted(latencies)
         figures["latency_ms"] = {
@@ -104,6 +130,7 @@ def evaluate(
     gold: Sequence[Mapping[str, Any]],
     mode: str = "hybrid",
     thresholds: Sequence[Mapping[str, float]] | None = None,
+    routed: bool = False,
 ) -> dict[str, Any]:
     """The scorecard of ``searcher`` on ``gold``: overall, ``by_kind`` and ``by_lang``, with
     latency p50/p95 of a whole search and per stage.
@@ -116,11 +143,17 @@ def evaluate(
     judged: list[dict[str, Any]] = []
     latencies: list[float] = []
     stages: dict[str, list[float]] = {}
+    router = Router(searcher) if routed else None
     for i, row in enumerate(gold):
-        ranking = searcher.rank(row["query"], k=5, mode=mode)
+        verdict: Callable[[Any], bool] = lambda ranking: ranking.refused  # noqa: E731
         if thresholds is not None:
-            refused = not ranking.notebooks or refuses(ranking.evidence, thresholds[i])
-            ranking = replace(ranking, refused=refused)
+            verdict = partial(_refused_by, thresholds[i])
+        if router is not None:  # the routed source first, all of them when its thresholds refuse
+            ranking = router.rank(row["query"], k=5, mode=mode, refused=verdict)[0]
+        else:
+            ranking = searcher.rank(row["query"], k=5, mode=mode)
+        if thresholds is not None:
+            ranking = replace(ranking, refused=verdict(ranking))
         answer = searcher.answer(ranking)
         judged.append({**judge(row, answer), "kind": row.get("kind"), "lang": row.get("lang")})
         latencies.append(answer["timings_ms"]["total"])
@@ -138,6 +171,10 @@ def evaluate(
             for value in values
         }
     return card
+
+
+def _refused_by(thresholds: Mapping[str, float], ranking: Any) -> bool:
+    return not ranking.notebooks or refuses(ranking.evidence, thresholds)
 
 
 def assign_folds(gold: Sequence[Mapping[str, Any]], folds: int = FOLDS) -> list[int]:
@@ -178,12 +215,14 @@ def cross_validate(
         fitted = calibrate_features(train, max_false)
         test = [i for i, a in enumerate(assigned) if a == fold]
         for i in test:
-            per_question[i] = fitted["thresholds"]
+            source = features[i][1].get("source", "notebook")
+            per_question[i] = fitted.get("by_source", {}).get(source, fitted["thresholds"])
         report.append(
             {
                 "questions": len(test),
                 "out_of_scope": sum(not gold[i]["expect"] for i in test),
                 "thresholds": fitted["thresholds"],
+                **({"by_source": fitted["by_source"]} if "by_source" in fitted else {}),
             }
         )
     return per_question, {"method": f"{folds}-fold out of sample", "max_false": max_false, "folds": report}
@@ -195,6 +234,7 @@ def scorecards(
     modes: Sequence[str] = ("hybrid",),
     calibration: str = "out-of-sample",
     folds: int = FOLDS,
+    routed: bool = False,
 ) -> dict[str, dict[str, Any]]:
     """One scorecard per mode (``evaluate``), each with a ``calibration`` entry saying how refusal
     was judged: ``out-of-sample`` (the default: ``cross_validate``) or ``stored`` (the shard's own
@@ -206,7 +246,10 @@ def scorecards(
         thresholds, how = cross_validate(searcher, gold, folds)
     else:
         raise ValueError(f"unknown calibration {calibration!r}; choose from {list(CALIBRATIONS)}")
-    return {mode: {**evaluate(searcher, gold, mode, thresholds), "calibration": how} for mode in modes}
+    return {
+        mode: {**evaluate(searcher, gold, mode, thresholds, routed), "calibration": how, "routed": routed}
+        for mode in modes
+    }
 
 
 def calibrate(searcher: Searcher, gold: Sequence[Mapping[str, Any]], max_false: float = 0.10) -> dict[str, Any]:
@@ -227,7 +270,24 @@ def _features(searcher: Searcher, gold: Sequence[Mapping[str, Any]]) -> list[tup
 
 
 def calibrate_features(features: Sequence[tuple[bool, Mapping[str, Any]]], max_false: float = 0.10) -> dict[str, Any]:
-    """``calibrate`` on precomputed (answerable, evidence) pairs."""
+    """``calibrate`` on precomputed (answerable, evidence) pairs: the archive's thresholds over
+    all of them and, when the best entries come from several sources, each source's own
+    (``by_source``) over the questions whose best entry is of that source and which hold an
+    answerable one (the others keep the archive's)."""
+    fitted = _calibrated(features, max_false)
+    groups: dict[str, list[tuple[bool, Mapping[str, Any]]]] = {}
+    for ok, evidence in features:
+        groups.setdefault(evidence.get("source", "notebook"), []).append((ok, evidence))
+    if len(groups) > 1:
+        fitted["by_source"] = {
+            name: _calibrated(group, max_false)["thresholds"]
+            for name, group in sorted(groups.items())
+            if any(ok for ok, _ in group)
+        }
+    return fitted
+
+
+def _calibrated(features: Sequence[tuple[bool, Mapping[str, Any]]], max_false: float) -> dict[str, Any]:
     if not any(ok for ok, _ in features):
         raise ValueError("calibration needs answerable questions in the gold set")
     keys = ("coverage", "numbers", "similarity")

@@ -42,8 +42,10 @@ from cellar.retrieval.packing import container, container_records, pack, unpack
 if TYPE_CHECKING:  # the query path imports Render from here, not the chunker
     from cellar.ingest.metadata import Rule
 
-CACHE_FORMAT = 3
-NOTEBOOK_META = ("project", "author", "year", "vessel_class", "tags", "deprecated")
+CACHE_FORMAT = 4
+# An entry's catalogue: a notebook's metadata; a document's source kind (document, clauses,
+# records: absent for a notebook) and a record's structured fields, which the filters read.
+NOTEBOOK_META = ("project", "author", "year", "vessel_class", "tags", "deprecated", "source", "fields")
 SEPARATOR = "\x00"  # between the terms of a chunk in a cache entry
 LAST_BUILD = "last-build.json"
 _PACKAGE = Path(__file__).resolve().parents[1]
@@ -51,6 +53,7 @@ _PACKAGE = Path(__file__).resolve().parents[1]
 PIPELINE_SOURCES = (
     "records.py",
     "ingest/*.py",
+    "ingest/documents/*.py",
     "rerender/report.py",
     "retrieval/analysis.py",
     "retrieval/embedding.py",
@@ -102,6 +105,10 @@ class Part:
     outputs: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))  # -1: a cell's source
     kinds: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint8))  # codes into KINDS
     notebook: dict[str, Any] = field(default_factory=dict)  # revision, title, meta, cells
+    # A records file's notes, each an entry of its own in the notebooks table (``entry_groups``):
+    # per note its notebook-table fields (with ``entry``, the note id), container and chunk count,
+    # its chunks being consecutive rows of this part. Empty for a notebook or a document.
+    entries: list[dict[str, Any]] = field(default_factory=list)
     render: tuple[str, str | None, str | None] | None = None  # (status, reason, rendered)
     problems: list[str] = field(default_factory=list)
     error: str | None = None
@@ -131,6 +138,27 @@ def make_part(
     cells = np.array([_or_minus(record["cell"]) for record in records], dtype=np.int32)
     first_meta = records[0].get("meta", {})
     heading = next((r["meta"]["headings"][0] for r in records if r.get("meta", {}).get("headings")), None)
+    entries = []
+    groups = entry_groups(records)
+    if len(groups) > 1 or first_meta.get("entry"):
+        at = 0
+        for group in groups:
+            rows = slice(at, at + len(group))
+            meta = group[0].get("meta", {})
+            entries.append(
+                {
+                    "notebook": {
+                        "revision": file_revision,
+                        "title": str(meta.get("citation", meta.get("entry"))),
+                        "meta": {name: meta[name] for name in NOTEBOOK_META if name in meta},
+                        "cells": 0,
+                        "entry": meta.get("entry"),
+                    },
+                    "container": container(path, file_revision, group, vectors[rows], scales[rows]),
+                    "chunks": len(group),
+                }
+            )
+            at += len(group)
     return Part(
         path,
         key,
@@ -147,11 +175,39 @@ def make_part(
             "meta": {name: first_meta[name] for name in NOTEBOOK_META if name in first_meta},
             "cells": cell_count if cell_count is not None else int(cells.max()) + 1 if (cells >= 0).any() else 0,
         },
+        entries=entries,
     )
+
+
+def entry_groups(records: Sequence[ChunkRecord]) -> list[list[ChunkRecord]]:
+    """A file's records cut into index entries, in order: one for a notebook or a document, one
+    per note of a records file (its chunks carry ``meta.entry``, the note id), so that each note
+    has its own row in the notebooks table, with its fields as entry-level metadata."""
+    groups: list[list[ChunkRecord]] = []
+    current: object = None
+    for record in records:
+        entry = record.get("meta", {}).get("entry")
+        if not groups or entry != current:
+            groups.append([])
+            current = entry
+        groups[-1].append(record)
+    return groups
 
 
 def _or_minus(value: int | None) -> int:
     return -1 if value is None else value
+
+
+def _entries(described: Sequence[Mapping[str, Any]], arrays: Mapping[str, np.ndarray]) -> list[dict[str, Any]]:
+    """A cached part's note entries: their table fields and chunk counts, with their containers
+    cut back out of the one array they were stored in."""
+    if not described:
+        return []
+    blob, at, entries = arrays["entry_containers"].tobytes(), 0, []
+    for entry, size in zip(described, arrays["entry_sizes"].tolist()):
+        entries.append({"notebook": entry["notebook"], "container": blob[at : at + size], "chunks": entry["chunks"]})
+        at += size
+    return entries
 
 
 def _split(arrays: Mapping[str, np.ndarray]) -> list[list[str]]:
@@ -223,7 +279,7 @@ def prepare(
         return replace(part, problems=problems)
     records = [chunk.record() for chunk in chunked.chunks]
     source = chunked.source
-    cell_count, title = None, None
+    cell_count, title = None, chunked.title if isinstance(source, str) else None
     if not isinstance(source, str):
         cell_count = len(source.cells)
         named = source.metadata.get("title")
@@ -234,7 +290,7 @@ def prepare(
         earlier = container_records(reuse.container)
         known = {record["text"]: number for number, record in enumerate(earlier)}
     texts = [record["text"] for record in records]
-    missing = [text for text in texts if text not in known]
+    missing = [embedded_text(record, analyzer) for record in records if record["text"] not in known]
     # Quantisation is per row, so rows quantised apart equal rows quantised together.
     fresh_vectors, fresh_scales = quantise_rows(model.encode(missing) if missing else np.zeros((0, model.dims)))
     vectors = np.zeros((len(texts), model.dims), dtype=np.int8)
@@ -251,6 +307,18 @@ def prepare(
             fresh += 1
     made = make_part(task.path, task.key, records, terms, vectors, scales, cell_count, title)
     return replace(made, render=part.render, problems=problems)
+
+
+def embedded_text(record: Mapping[str, Any], analyzer: Analyzer) -> str:
+    """What a chunk is embedded from: its searched text; a service note's, with the glossary's
+    expansions of its abbreviations after it. BM25 gets the expansions from the analyser; the
+    static model would otherwise see `brg lkg repl` as noise (measured on the demo's gold notes:
+    similarity .28-.46 to questions that name them in full, below every notebook answer)."""
+    text = record["text"]
+    if record.get("meta", {}).get("source") != "records":
+        return text
+    words = analyzer.glossary_words(text)
+    return f"{text}\n{' '.join(words)}" if words else text
 
 
 def _chunk(task: Task, rules: Sequence[Rule], part: Part) -> Any:
@@ -339,6 +407,7 @@ class Cache:
                 part.vectors, part.scales = arrays["vectors"], arrays["scales"]
                 part.cells, part.outputs, part.kinds = arrays["cells"], arrays["outputs"], arrays["kinds"]
                 part.terms = meta["terms"] if meta["terms"] is not None else _split(arrays)
+                part.entries = _entries(meta.get("entries") or [], arrays)
                 if not len(part.terms) == len(part.vectors) == len(part.scales) == part.n_chunks:
                     return None
         except (OSError, ValueError, KeyError, TypeError):
@@ -363,12 +432,16 @@ class Cache:
                 "terms": np.frombuffer(SEPARATOR.join(t for terms in part.terms for t in terms).encode(), np.uint8),
                 "term_counts": np.array([len(terms) for terms in part.terms], dtype=np.int32),
             }
+            if part.entries:  # a records file's notes: their containers one after another
+                arrays["entry_containers"] = np.frombuffer(b"".join(e["container"] for e in part.entries), np.uint8)
+                arrays["entry_sizes"] = np.array([len(e["container"]) for e in part.entries], dtype=np.int64)
         meta = {
             "key": part.key,
             "path": part.path,
             "notebook": part.notebook,
             "terms": None if joined else part.terms,
             "render": list(part.render) if part.render else None,
+            "entries": [{"notebook": e["notebook"], "chunks": e["chunks"]} for e in part.entries],
             "problems": part.problems,
             "error": part.error,
         }

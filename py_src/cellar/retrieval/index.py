@@ -29,7 +29,7 @@ from cellar.records import STATUSES, ChunkRecord, NotebookEntry
 from cellar.retrieval.analysis import Analyzer, AnalyzerSettings
 from cellar.retrieval.bm25 import BM25
 from cellar.retrieval.embedding import StaticModel, quantise_rows
-from cellar.retrieval.incremental import Part, Render, make_part
+from cellar.retrieval.incremental import Part, Render, embedded_text, make_part
 from cellar.retrieval.packing import container_records
 
 if TYPE_CHECKING:  # chunking is imported where files are read: the query path does not need it
@@ -104,11 +104,12 @@ def build_index(
         # Records follow the chunk record contract (nothing checks them at run time).
         groups.setdefault(record["path"], []).append(cast(ChunkRecord, dict(record)))
     report = progress or (lambda done, total, what: None)
-    analyse = Analyzer(settings).terms
+    text_analyzer = Analyzer(settings)
+    analyse = text_analyzer.terms
     parts = []
     for number, path in enumerate(sorted(groups)):
         group = groups[path]
-        vectors, scales = quantise_rows(model.encode([record["text"] for record in group]))
+        vectors, scales = quantise_rows(model.encode([embedded_text(record, text_analyzer) for record in group]))
         terms = [analyse(record["text"]) for record in group]
         part = make_part(
             path, "", group, terms, vectors, scales, (cell_counts or {}).get(path), (titles or {}).get(path)
@@ -130,40 +131,50 @@ def index_from_parts(
     if not chosen:
         raise ValueError("nothing to index: no chunk records")
     notebooks: list[NotebookEntry] = []
+    containers: list[bytes] = []
     start = 0
     for part in chosen:
         render = Render(*part.render) if part.render else Render()
         if render.status not in STATUSES:
             raise ValueError(f"{part.path}: unknown status {render.status!r}; choose from {list(STATUSES)}")
-        notebooks.append(
-            {
+        # a records file's notes are entries of their own (``Part.entries``); any other file is one
+        for described in part.entries or [
+            {"notebook": part.notebook, "container": part.container, "chunks": part.n_chunks}
+        ]:
+            table = described["notebook"]
+            entry: NotebookEntry = {
                 "path": part.path,
-                "revision": part.notebook["revision"],
-                "title": part.notebook["title"],
-                "meta": part.notebook["meta"],
+                "revision": table["revision"],
+                "title": table["title"],
+                "meta": table["meta"],
                 "status": render.status,
                 "reason": render.reason,
                 "rendered": render.rendered,
                 "start": start,
-                "end": start + part.n_chunks,
-                "cells": part.notebook["cells"],
+                "end": start + described["chunks"],
+                "cells": table["cells"],
             }
-        )
-        start += part.n_chunks
+            if table.get("entry"):
+                entry["entry"] = table["entry"]
+            notebooks.append(entry)
+            containers.append(described["container"])
+            start += described["chunks"]
     return Index(
         notebooks=notebooks,
         bm25=BM25.build([terms for part in chosen for terms in part.terms], k1=k1, b=b),
         pseudo_questions=pseudo_questions(chosen, model),
         vectors=np.concatenate([part.vectors for part in chosen]),
         scales=np.concatenate([part.scales for part in chosen]),
-        chunk_notebook=np.repeat(np.arange(len(chosen), dtype=np.int32), [part.n_chunks for part in chosen]),
+        chunk_notebook=np.repeat(
+            np.arange(len(notebooks), dtype=np.int32), [entry["end"] - entry["start"] for entry in notebooks]
+        ),
         chunk_cell=np.concatenate([part.cells for part in chosen]),
         chunk_output=np.concatenate([part.outputs for part in chosen]),
         chunk_kind=np.concatenate([part.kinds for part in chosen]),
         analyzer=analyzer,
         model_id=model.id,
         model_sha256=model.sha256,
-        containers=[part.container for part in chosen],
+        containers=containers,
     )
 
 
@@ -198,7 +209,7 @@ def build_index_from_directory(
     scheduler: str = "local",
     workers: int | None = None,
 ) -> DirectoryBuild:
-    """Chunk every notebook and .md/.txt document below ``corpus_dir`` and index the chunks,
+    """Chunk every notebook and document (``cellar.ingest.documents``) below ``corpus_dir`` and index the chunks,
     except the files whose path relative to ``corpus_dir`` matches a pattern of ``exclude``.
 
     With ``rerendered``, the output folder of ``cellar rerender`` for this corpus, a notebook's

@@ -63,7 +63,9 @@ from cellar.records import KINDS, Answer, Hit, NeighbourhoodEntry, NotebookResul
 from cellar.retrieval.analysis import Analyzer
 from cellar.retrieval.answer_cell import intent, order_hits
 from cellar.retrieval.bilingual import QUESTION_WORDS, Reading, Translator, load_table, read_in_english
+from cellar.retrieval.context import TEXT_LIMIT, section_context
 from cellar.retrieval.embedding import StaticModel
+from cellar.retrieval.filters import Filters
 from cellar.retrieval.index import Index
 from cellar.retrieval.sources import MemorySource, ShardSource, cosines
 
@@ -74,7 +76,6 @@ CORROBORATING_KINDS = 3  # other kinds that may add to the bonus
 STALE_FACTOR = 0.5
 HITS_PER_NOTEBOOK = 5
 NEIGHBOUR_CELLS = 2  # cells after the best hit's cell
-TEXT_LIMIT = 1200  # characters of a neighbourhood entry
 MODES = ("bm25", "dense", "hybrid")
 TRANSLATION_WEIGHT = 0.5  # BM25 weight of a Dutch word's English translations (bilingual.Reading)
 # The values calibrated on ../shared/gold/dev.jsonl (52 answerable, 8 out-of-scope questions over
@@ -87,39 +88,6 @@ MEANING_WORDS = {"mean", "means", "meaning", "define", "definition", "betekent",
 # The notebook metadata that holds query terms as its text does, in the refusal test: the facts a
 # filter selects on (see Searcher._evidence).
 CATALOGUE_FIELDS = ("year", "project")
-
-
-@dataclass(frozen=True)
-class Filters:
-    """What a search may return: year range, project, path prefix, chunk kinds; deprecated
-    notebooks only when asked for."""
-
-    year_from: int | None = None
-    year_to: int | None = None
-    project: str | None = None
-    path_prefix: str | None = None
-    kinds: tuple[str, ...] = ()
-    include_deprecated: bool = False
-
-    def __post_init__(self) -> None:
-        unknown = [kind for kind in self.kinds if kind not in KINDS]
-        if unknown:
-            raise ValueError(f"unknown chunk kind(s) {unknown}; choose from {list(KINDS)}")
-
-    def notebook_allowed(self, entry: Mapping[str, Any]) -> bool:
-        meta = entry["meta"]
-        year = meta.get("year")
-        if meta.get("deprecated") and not self.include_deprecated:
-            return False
-        if (self.year_from is not None or self.year_to is not None) and year is None:
-            return False
-        if self.year_from is not None and year < self.year_from:
-            return False
-        if self.year_to is not None and year > self.year_to:
-            return False
-        if self.project is not None and meta.get("project") != self.project:
-            return False
-        return self.path_prefix is None or entry["path"].startswith(self.path_prefix)
 
 
 @dataclass(frozen=True)
@@ -174,6 +142,14 @@ class Searcher:
         self.fragment = source.fragment
         self.analyzer = Analyzer(source.analyzer)
         self.calibration = {**DEFAULT_CALIBRATION, **source.calibration.get("thresholds", {})}
+        # Each source its own thresholds where the calibration fitted some (``by_source``): a
+        # service note's abbreviated words are never as close in meaning to a question as a
+        # notebook's prose, so one similarity threshold for both refuses the notes or lets
+        # out-of-scope questions through on the notebooks.
+        self.by_source = {
+            name: {**self.calibration, **thresholds}
+            for name, thresholds in source.calibration.get("by_source", {}).items()
+        }
         self._allowed_cache: dict[Filters, np.ndarray] = {}
         self.bilingual = bilingual
         self._translator: Translator | None = None
@@ -436,13 +412,16 @@ class Searcher:
         similarity = None
         if vectors is not None and entry["end"] > entry["start"]:
             similarity = float(np.max(cosines(self.source.notebook_vectors(best), vectors)))
-        return {
+        evidence = {
             "coverage": _share(zip(weights, judged), held),
             "known_coverage": _share(known, held),
             "numbers": round(len(found) / len(numbers), 4) if numbers else 1.0,
             "similarity": round(similarity, 4) if similarity is not None and np.isfinite(similarity) else None,
             "missing": [term for term in distinct if not held[term]],
         }
+        if "source" in meta:  # a document: its source's thresholds judge it (thresholds_for)
+            evidence["source"] = meta["source"]
+        return evidence
 
     def _in_notebook(self, term: str, entry: Mapping[str, Any]) -> bool:
         postings = self.source.postings(term)
@@ -458,7 +437,12 @@ class Searcher:
         return float(np.log1p((self.source.n_docs - df + 0.5) / (df + 0.5)))
 
     def _refuse(self, evidence: Mapping[str, Any], ranked: Sequence[Any]) -> bool:
-        return not ranked or refuses(evidence, self.calibration)
+        return not ranked or refuses(evidence, self.thresholds_for(evidence))
+
+    def thresholds_for(self, evidence: Mapping[str, Any]) -> dict[str, float]:
+        """The refusal thresholds of the best entry's source (``evidence["source"]``, absent for
+        a notebook): its own when the calibration fitted some, else the archive's."""
+        return self.by_source.get(evidence.get("source", "notebook"), self.calibration)
 
     def _reason(self, query: str, evidence: Mapping[str, Any], shown: Sequence[Mapping[str, Any]]) -> str:
         words = set(re.findall(r"[\w']+", query.lower()))
@@ -479,7 +463,7 @@ class Searcher:
                 f"; the closest is {best['path']}{place}, which covers {evidence['coverage']:.0%} of the query's weight"
             )
             similarity = evidence["similarity"]
-            if similarity is not None and similarity < self.calibration["min_similarity"]:
+            if similarity is not None and similarity < self.thresholds_for(evidence)["min_similarity"]:
                 reason += f" but is not close in meaning (similarity {similarity:.2f})"
         return reason
 
@@ -501,6 +485,11 @@ class Searcher:
                 "output": record["output"], "score": round(chunk_score, 6), "quote": record["quote"],
                 "start": record["start"], "end": record["end"],
             }  # fmt: skip
+            facts = record.get("meta", {})
+            if "source" in facts:
+                hit["source"] = facts["source"]
+            if "citation" in facts:
+                hit["citation"] = facts["citation"]
             hits.append(hit)
         result: NotebookResult = {
             "path": entry["path"],
@@ -510,8 +499,10 @@ class Searcher:
             "title": entry["title"],
             "meta": entry["meta"],
             "hits": hits,
-            "neighbourhood": neighbourhood(records, hits[0]["cell"]) if hits else [],
+            "neighbourhood": _context(records, hits[0]) if hits else [],
         }
+        if "entry" in entry:  # a service note: one of the entries of its records file
+            result["entry"] = entry["entry"]
         if entry["status"] == "stale":
             why = f" ({entry['reason']})" if entry.get("reason") else ""
             result["warning"] = (
@@ -551,6 +542,13 @@ def neighbourhood(records: Sequence[Mapping[str, Any]], cell: int | None) -> lis
             entry["output"] = record["output"]
         entries.append(entry)
     return entries
+
+
+def _context(records: Sequence[Mapping[str, Any]], hit: Hit) -> list[NeighbourhoodEntry]:
+    """A hit's context: a notebook's ``neighbourhood``; a document's ``section_context``."""
+    if "citation" in hit:
+        return section_context(records, hit["chunk_id"])
+    return neighbourhood(records, hit["cell"])
 
 
 def _heading_above(records: Sequence[Mapping[str, Any]], cell: int) -> NeighbourhoodEntry | None:

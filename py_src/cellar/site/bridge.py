@@ -163,7 +163,8 @@ def _opened(shard_dir: str) -> tuple[Any, Any]:
 def search_open(shard_dir: str) -> dict[str, Any]:
     """Open the shard in `shard_dir` (only its manifest and boot files need be there: `search` asks
     for the rest); its size, and what the page's filters can offer: the chunk kinds with their
-    counts, the range of years, and the projects (each with its first notebook's title)."""
+    counts, the range of years, the projects (each with its first notebook's title), and the
+    sources and record fields (``catalogue_filters``)."""
     searcher, shard = _opened(shard_dir)
     years = [nb["meta"]["year"] for nb in shard.notebooks if isinstance(nb["meta"].get("year"), int)]
     projects: dict[str, str] = {}  # project -> the title of its first notebook, to tell projects apart
@@ -177,6 +178,25 @@ def search_open(shard_dir: str) -> dict[str, Any]:
         "model": searcher.model.id,
         "years": [min(years), max(years)] if years else None,
         "projects": sorted(projects.items()),
+        **catalogue_filters(shard.notebooks),
+    }
+
+
+def catalogue_filters(entries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The sources the archive's entries come from (notebook, document, clauses, records: in that
+    order) and, per structured field of its records but the date (which the year filters), the
+    values it takes: the page's source and field filters, read from the notebook table."""
+    from cellar.retrieval.filters import SOURCES
+
+    present = {entry["meta"].get("source", "notebook") for entry in entries}
+    fields: dict[str, set[str]] = {}
+    for entry in entries:
+        for key, value in (entry["meta"].get("fields") or {}).items():
+            if key != "date":
+                fields.setdefault(key, set()).add(value)
+    return {
+        "sources": [source for source in SOURCES if source in present],
+        "fields": {key: sorted(values) for key, values in sorted(fields.items())},
     }
 
 
@@ -188,7 +208,8 @@ def search(query: str, options: Mapping[str, Any], shard_dir: str) -> dict[str, 
     So the page downloads what the query needs, never the whole shard.
 
     options: k (notebooks, default 3), mode (hybrid | bm25 | dense), year_from, year_to,
-    project, path_prefix, kinds (list), include_deprecated. Each hit and neighbourhood entry
+    project, path_prefix, kinds (list), include_deprecated, sources (list: notebook, document,
+    clauses, records), fields ({key: value} of a record's structured fields). Each hit and neighbourhood entry
     gets `marks` ([start, end] character ranges of its text that hold a query term), and a
     table hit the chunk's searched text as `table` (the expression that made it, a Markdown
     table and a summary sentence), which the page draws as a table.
@@ -204,6 +225,8 @@ def search(query: str, options: Mapping[str, Any], shard_dir: str) -> dict[str, 
         path_prefix=options.get("path_prefix") or None,
         kinds=tuple(options.get("kinds") or ()),
         include_deprecated=bool(options.get("include_deprecated")),
+        sources=tuple(options.get("sources") or ()),
+        fields=tuple((str(key), str(value)) for key, value in (options.get("fields") or {}).items() if value),
     )
     try:
         ranking = searcher.rank(query, int(options.get("k", 3)), filters, options.get("mode", "hybrid"))

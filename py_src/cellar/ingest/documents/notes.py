@@ -1,0 +1,119 @@
+"""Records: service notes as CSV or JSON Lines, one block per note.
+
+A records file has an id column (`id` or `note_id`), a free-text column (`text`, `description`
+or `remarks`) and any structured fields (fault code, machine id, date, customer, ...). Each note
+is one block, cited by its id (`T2-2017-04411`); its quote is the free text exactly as written
+(abbreviations and all); its fields are kept as they are. The glossary of the index's analyser
+expands the abbreviations for search (`cellar.retrieval.analysis`), so `brg` finds `bearing`
+while the quote still shows `brg`.
+
+Each note is also an index entry of its own (`Block.entry`), carrying its fields as entry-level
+metadata: the filters that select notebooks by project or year select notes by machine or fault
+code the same way, from the notebooks table, without fetching any chunk.
+
+A file without the id or text column, a note without an id, or an id used twice is refused with
+the file's name and the problem: a citation must name exactly one note.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from cellar.ingest.discovery import FileRefused
+from cellar.ingest.documents.blocks import Block, Extracted, joined, utf8_text
+
+ID_COLUMNS = ("id", "note_id")
+TEXT_COLUMNS = ("text", "description", "remarks")
+YEAR = re.compile(r"(?:19|20)\d\d")
+
+
+def records_from_csv(data: bytes, path: str) -> Extracted:
+    """The notes of a CSV file with a header row."""
+    text = utf8_text(data, path)
+    try:
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        header = reader.fieldnames or []
+        rows = [(reader.line_num, row) for row in reader]
+    except csv.Error as error:
+        raise FileRefused(path, f"not a readable CSV file ({error})") from None
+    return _notes(path, header, rows, "csv")
+
+
+def records_from_jsonl(data: bytes, path: str) -> Extracted:
+    """The notes of a JSON Lines file: one object per line."""
+    rows: list[tuple[int, Mapping[str, Any]]] = []
+    header: dict[str, None] = {}
+    for number, line in enumerate(utf8_text(data, path).splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as error:
+            raise FileRefused(path, f"line {number} is not JSON ({error})") from None
+        if not isinstance(row, dict):
+            raise FileRefused(path, f"line {number} is not a JSON object")
+        header.update(dict.fromkeys(row))
+        rows.append((number, row))
+    return _notes(path, list(header), rows, "jsonl")
+
+
+def _column(header: Iterable[str], names: tuple[str, ...]) -> str | None:
+    lowered = {name.strip().lower(): name for name in header if isinstance(name, str)}
+    return next((lowered[name] for name in names if name in lowered), None)
+
+
+def _notes(path: str, header: Sequence[str], rows: Sequence[tuple[int, Mapping[str, Any]]], fmt: str) -> Extracted:
+    id_column, text_column = _column(header, ID_COLUMNS), _column(header, TEXT_COLUMNS)
+    if id_column is None or text_column is None:
+        missing = " and ".join(
+            f"{what} column ({' or '.join(names)})"
+            for what, names, found in (("an id", ID_COLUMNS, id_column), ("a text", TEXT_COLUMNS, text_column))
+            if found is None
+        )
+        raise FileRefused(
+            path, f"not a records file: {missing} is needed; its columns are {', '.join(map(str, header)) or 'none'}"
+        )
+    seen: dict[str, int] = {}
+    notes = []
+    for line, row in rows:
+        note_id = _value(row.get(id_column))
+        if not note_id:
+            raise FileRefused(path, f"the note on line {line} has no {id_column}")
+        if note_id in seen:
+            raise FileRefused(path, f"note {note_id} appears twice (lines {seen[note_id]} and {line})")
+        seen[note_id] = line
+        fields = {
+            key.strip().lower(): value
+            for key, raw in row.items()
+            if isinstance(key, str) and key not in (id_column, text_column) and (value := _value(raw))
+        }
+        notes.append((note_id, str(row.get(text_column) or "").strip(), fields))
+    if not notes:
+        raise FileRefused(path, "a records file without any note")
+    text, spans = joined(("", body) for _, body, _ in notes)
+    blocks = tuple(
+        Block("record", start, end, (), note_id, fields, entry=note_id)
+        for (note_id, _, fields), (start, end) in zip(notes, spans)
+    )
+    return Extracted(text, blocks, "records", fmt)
+
+
+def _value(raw: Any) -> str:
+    """A field's value as text (a JSON number or boolean as written in JSON)."""
+    if raw is None:
+        return ""
+    return (raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)).strip()
+
+
+def record_year(fields: Mapping[str, str]) -> int | None:
+    """The year of a note, from its `date` or `year` field, for the year filter."""
+    for key in ("date", "year"):
+        match = YEAR.match(fields.get(key, ""))
+        if match:
+            return int(match[0])
+    return None

@@ -1,0 +1,108 @@
+"""Routing: a question sent to one source first, and to all of them when that source refuses.
+
+A small rule, read off the question and the archive's own catalogue (no model):
+
+- ``field``: the question names the value of a record's structured field that the notebooks
+  table holds (a machine id ``T2-0457``, a fault code ``E217``: a value with a digit, four
+  characters or more, written as a word of the question): the records, filtered by that field;
+- ``normative``: the question asks what is required (shall, must, minimum, allowed, safety, a
+  standard; Dutch alike): the clause collections;
+- otherwise no route: every source at once, as ``Searcher.rank`` does.
+
+A routed search that its source's thresholds refuse falls back to every source. The answer says
+what was done (``route``: the rule, the sources searched in order, whether it fell back).
+``cellar eval --route`` measures it against the plain search on the same gold set (README,
+"Documents beside notebooks").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from cellar.records import Answer
+from cellar.retrieval.filters import SOURCES, Filters
+from cellar.retrieval.search import Ranking, Searcher
+
+NORMATIVE = re.compile(
+    r"\b(?:shall|must|required?|requirements?|minimum|maximum|allowed|permitted|may\s+an?|safety|standard|"
+    r"moet|moeten|vereist|verplicht|minimaal|maximaal|toegestaan|mag|veiligheid|norm)\b",
+    re.IGNORECASE,
+)
+FIELD_VALUE = re.compile(r"(?=.*\d)[\w-]{4,}")  # a field value worth routing on: a code with a digit
+
+
+@dataclass(frozen=True)
+class Route:
+    """Where a question goes first: ``sources`` and record ``fields`` (none: every source)."""
+
+    rule: str  # field | normative | none
+    sources: tuple[str, ...] = ()
+    fields: tuple[tuple[str, str], ...] = ()
+
+
+def field_values(entries: Sequence[Mapping[str, Any]]) -> dict[str, tuple[str, str]]:
+    """The routable values of the records' fields (casefolded value -> (field, value as written))."""
+    values: dict[str, tuple[str, str]] = {}
+    for entry in entries:
+        for key, value in (entry.get("meta", {}).get("fields") or {}).items():
+            if key != "date" and isinstance(value, str) and FIELD_VALUE.fullmatch(value):
+                values.setdefault(value.casefold(), (key, value))
+    return values
+
+
+def route(query: str, values: Mapping[str, tuple[str, str]], sources: Sequence[str]) -> Route:
+    """The route of ``query`` over an archive whose entries come from ``sources`` and whose
+    records hold the field ``values`` (``field_values``)."""
+    words = {word.casefold() for word in re.findall(r"[\w-]+", query)}
+    named = sorted(values[word] for word in words if word in values)
+    if named and "records" in sources:
+        return Route("field", ("records",), tuple(named[:1]))
+    if NORMATIVE.search(query) and "clauses" in sources:
+        return Route("normative", ("clauses",))
+    return Route("none")
+
+
+class Router:
+    """Routes the questions of one searcher: its catalogue's field values and sources, read once."""
+
+    def __init__(self, searcher: Searcher) -> None:
+        self.searcher = searcher
+        self.values = field_values(searcher.notebooks)
+        present = {entry.get("meta", {}).get("source", "notebook") for entry in searcher.notebooks}
+        self.sources = tuple(source for source in SOURCES if source in present)
+
+    def rank(
+        self,
+        query: str,
+        k: int = 3,
+        filters: Filters | None = None,
+        mode: str = "hybrid",
+        refused: Callable[[Ranking], bool] | None = None,
+    ) -> tuple[Ranking, dict[str, Any]]:
+        """The ranking of the routed search, or of the plain one when the route's source refuses
+        (``refused``: the verdict to use, default the searcher's own), and what was done."""
+        filters = filters or Filters()
+        judge = refused or (lambda ranking: ranking.refused)
+        chosen = route(query, self.values, self.sources)
+        if chosen.rule != "none":
+            narrowed = replace(filters, sources=chosen.sources, fields=(*filters.fields, *chosen.fields))
+            ranking = self.searcher.rank(query, k, narrowed, mode)
+            if not judge(ranking):
+                return ranking, _said(chosen, list(chosen.sources), False)
+        ranking = self.searcher.rank(query, k, filters, mode)
+        searched = [*chosen.sources, *(source for source in self.sources if source not in chosen.sources)]
+        return ranking, _said(chosen, searched if chosen.rule != "none" else list(self.sources), chosen.rule != "none")
+
+    def search(self, query: str, k: int = 3, filters: Filters | None = None, mode: str = "hybrid") -> Answer:
+        """``Searcher.search`` routed: the answer with ``route`` saying what was searched."""
+        ranking, said = self.rank(query, k, filters, mode)
+        answer = self.searcher.answer(ranking)
+        answer["route"] = said
+        return answer
+
+
+def _said(chosen: Route, searched: list[str], fell_back: bool) -> dict[str, Any]:
+    return {"rule": chosen.rule, "sources": searched, "fields": dict(chosen.fields), "fell_back": fell_back}

@@ -1,0 +1,297 @@
+"""Documents beside notebooks: every format split into blocks along its own structure, each
+block quoted verbatim at its offsets and cited the way one reads it aloud; malformed files
+refused with the file's name and the problem.
+
+PDFs are written by demo/make_documents.py's minimal writer and read back by pypdf; DOCX files
+are written by python-docx; nothing is mocked.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+
+import pytest
+from tests.unit.conftest import demo_documents_writers
+
+from cellar.ingest.chunking import chunk_document, coverage
+from cellar.ingest.discovery import FileRefused
+from cellar.ingest.documents.extract import extract
+
+WRITERS = demo_documents_writers()
+
+REPORT_MD = b"""# Ballast report 17-042
+
+Written for the owner.
+
+## 3 Ballast
+
+### 3.2 Ballast arrangement
+
+The forepeak tank FP holds 412.1 m3.
+
+The aft peak is not used for ballast.
+It stays empty at sea.
+
+- pump P1 serves the aft group
+- pump P2 serves the forepeak
+
+| tank | m3 |
+|---|---|
+| FP | 412.1 |
+
+The fourth paragraph.
+"""
+
+STANDARD_XML = b"""<?xml version="1.0" encoding="UTF-8"?>
+<clauses designation="NEN 3140:2018" title="Operation of electrical installations">
+  <article number="6" title="Earthing">
+    <article number="6.3" title="Protective earthing">
+      <article number="6.3.2" title="Earthing of the hull">
+        <text>The hull shall be earthed before work on the switchboard starts.</text>
+        <item label="a">at two points at least;</item>
+        <item label="b">with a copper conductor of at least 16 mm2.</item>
+        <note>A hull on a slipway is not earthed by the water.</note>
+      </article>
+    </article>
+  </article>
+</clauses>
+"""
+
+NOTES_CSV = (
+    b"id,date,machine,fault_code,customer,text\n"
+    b"T2-2017-04411,2017-03-02,T2-0457,E217,Van Dijk,brg noise on aux pump; repl brg\n"
+    b'T2-2018-00012,2018-01-09,T2-0458,E101,Smit,"lkg at flange, ""tightened"" bolts"\n'
+)
+
+
+def quotes(extracted):
+    return [extracted.text[block.start : block.end] for block in extracted.blocks]
+
+
+def cited(extracted):
+    return {extracted.text[block.start : block.end]: block.citation for block in extracted.blocks}
+
+
+# -- structured documents -------------------------------------------------------------------------
+
+
+def test_markdown_blocks_are_cited_by_section_and_paragraph():
+    doc = extract(REPORT_MD, "reports/ballast.md")
+    assert doc.text == REPORT_MD.decode()  # a Markdown file's text is its own
+    by_quote = cited(doc)
+    assert (
+        by_quote["### 3.2 Ballast arrangement\n\nThe forepeak tank FP holds 412.1 m3."]
+        == "3.2 Ballast arrangement, paragraph 1"
+    )
+    assert (
+        by_quote["The aft peak is not used for ballast.\nIt stays empty at sea."]
+        == "3.2 Ballast arrangement, paragraph 2"
+    )
+    assert by_quote["- pump P2 serves the forepeak"] == "3.2 Ballast arrangement, item 2"
+    assert by_quote["| tank | m3 |\n|---|---|\n| FP | 412.1 |"] == "3.2 Ballast arrangement, table 1"
+    assert by_quote["The fourth paragraph."] == "3.2 Ballast arrangement, paragraph 3"
+    assert by_quote["# Ballast report 17-042\n\nWritten for the owner."] == "Ballast report 17-042, paragraph 1"
+    assert by_quote["## 3 Ballast"] == "3 Ballast"  # a heading straight above another stands alone
+    block = next(b for b in doc.blocks if b.citation == "3.2 Ballast arrangement, paragraph 1")
+    assert block.headings == ("Ballast report 17-042", "3 Ballast", "3.2 Ballast arrangement")
+    assert doc.title == "Ballast report 17-042"
+
+
+def test_plain_text_numbered_headings_and_lettered_items():
+    text = (
+        b"Notes on earthing\n\n6 Earthing\n6.3 Protective earthing\n6.3.2 Earthing of the hull\n"
+        b"The hull shall be earthed.\na) at two points;\nb) with copper of 16 mm2.\n\n"
+        b"1.2 million tonnes were moved in 2019, a record.\n"
+    )
+    doc = extract(text, "earthing.txt")
+    by_quote = cited(doc)
+    assert by_quote["b) with copper of 16 mm2."] == "6.3.2 Earthing of the hull, item b"
+    assert (
+        by_quote["6.3.2 Earthing of the hull\nThe hull shall be earthed."] == "6.3.2 Earthing of the hull, paragraph 1"
+    )
+    hull = next(b for b in doc.blocks if b.citation.endswith("item b"))
+    assert hull.headings == ("6 Earthing", "6.3 Protective earthing", "6.3.2 Earthing of the hull")
+    # a sentence that starts with a number is no heading
+    assert by_quote["1.2 million tonnes were moved in 2019, a record."] == "6.3.2 Earthing of the hull, paragraph 2"
+
+
+def test_html_text_is_extracted_block_by_block_without_scripts():
+    page = (
+        b"<html><head><title>t</title><script>alert('x')</script></head><body>"
+        b"<h1>Service report</h1><p>The pump   <b>P2</b>\n was replaced.</p>"
+        b"<ul><li>seal</li><li>bearing &amp; shaft</li></ul>"
+        b"<table><tr><th>part</th><th>qty</th></tr><tr><td>seal</td><td>2</td></tr></table>"
+        b"<h2>2.1 Findings</h2><p>Wear on the shaft.</p></body></html>"
+    )
+    doc = extract(page, "service.html")
+    assert "alert" not in doc.text
+    assert cited(doc) == {
+        "Service report\n\nThe pump P2 was replaced.": "Service report, paragraph 1",
+        "seal": "Service report, item 1",
+        "bearing & shaft": "Service report, item 2",
+        "part | qty\nseal | 2": "Service report, table 1",
+        "2.1 Findings\n\nWear on the shaft.": "2.1 Findings, paragraph 1",
+    }
+
+
+def test_pdf_text_layer_blocks_carry_their_page():
+    data = WRITERS.pdf_bytes(
+        [
+            ["3 Ballast", "3.2 Ballast arrangement", "The forepeak tank holds 412.1 m3.", "It is filled by P2.",
+             "", "The aft peak stays empty.", "a) pump P1;", "b) pump P2."],
+            ["4 Stability", "GZ meets the criteria."],
+        ]
+    )  # fmt: skip
+    doc = extract(data, "report.pdf")
+    by_quote = cited(doc)
+    assert (
+        by_quote["3.2 Ballast arrangement\nThe forepeak tank holds 412.1 m3.\nIt is filled by P2."]
+        == "3.2 Ballast arrangement, paragraph 1"
+    )
+    assert by_quote["The aft peak stays empty."] == "3.2 Ballast arrangement, paragraph 2"
+    assert by_quote["b) pump P2."] == "3.2 Ballast arrangement, item b"
+    pages = {doc.text[b.start : b.end]: b.page for b in doc.blocks}
+    assert pages["b) pump P2."] == 1 and pages["4 Stability\nGZ meets the criteria."] == 2
+
+
+def test_docx_headings_by_style_lists_and_tables():
+    data = WRITERS.docx_bytes(
+        [
+            ("Title", "Ballast report 17-042"),
+            ("Heading 1", "3 Ballast"),
+            ("Heading 2", "3.2 Ballast arrangement"),
+            ("Normal", "The forepeak tank holds 412.1 m3."),
+            ("List Bullet", "pump P2 serves the forepeak"),
+            [["tank", "m3"], ["FP", "412.1"]],
+            ("Normal", "The aft peak stays empty."),
+        ]
+    )
+    doc = extract(data, "report.docx")
+    assert cited(doc) == {
+        "Ballast report 17-042": "Ballast report 17-042",
+        "3 Ballast": "3 Ballast",
+        "3.2 Ballast arrangement\n\nThe forepeak tank holds 412.1 m3.": "3.2 Ballast arrangement, paragraph 1",
+        "pump P2 serves the forepeak": "3.2 Ballast arrangement, item 1",
+        "tank | m3\nFP | 412.1": "3.2 Ballast arrangement, table 1",
+        "The aft peak stays empty.": "3.2 Ballast arrangement, paragraph 2",
+    }
+    assert WRITERS.docx_bytes([("Normal", "x")]) == WRITERS.docx_bytes([("Normal", "x")])  # deterministic
+
+
+# -- clause collections and records ---------------------------------------------------------------
+
+
+def test_xml_clauses_are_cited_by_their_full_path():
+    doc = extract(STANDARD_XML, "standards/nen3140.clauses.xml")
+    assert cited(doc) == {
+        "The hull shall be earthed before work on the switchboard starts.": "NEN 3140:2018 §6.3.2",
+        "at two points at least;": "NEN 3140:2018 §6.3.2 a",
+        "with a copper conductor of at least 16 mm2.": "NEN 3140:2018 §6.3.2 b",
+        "A hull on a slipway is not earthed by the water.": "NEN 3140:2018 §6.3.2 note 1",
+    }
+    assert doc.source == "clauses" and doc.designation == "NEN 3140:2018"
+    assert doc.blocks[2].headings == ("6 Earthing", "6.3 Protective earthing", "6.3.2 Earthing of the hull")
+
+
+def test_json_clauses_read_as_the_xml_ones():
+    data = json.dumps({"designation": "NEN 3140:2018", "articles": [{"number": "6", "title": "Earthing", "articles": [
+        {"number": "6.3.2", "title": "Earthing of the hull", "text": "The hull shall be earthed.",
+         "items": [{"label": "a", "text": "at two points"}, {"label": "b", "text": "with copper"}],
+         "notes": ["Not by the water."]}]}]}).encode()  # fmt: skip
+    assert list(cited(extract(data, "n.clauses.json")).values()) == [
+        "NEN 3140:2018 §6.3.2", "NEN 3140:2018 §6.3.2 a", "NEN 3140:2018 §6.3.2 b", "NEN 3140:2018 §6.3.2 note 1",
+    ]  # fmt: skip
+
+
+def test_records_one_block_per_note_with_fields_and_original_words():
+    for name, data in (
+        ("service.records.csv", NOTES_CSV),
+        ("service.records.jsonl", b"\n".join(json.dumps({"note_id": i, "date": d, "machine": m, "text": t}).encode()
+                                             for i, d, m, t in (("T2-2017-04411", "2017-03-02", "T2-0457", "brg noise on aux pump; repl brg"),
+                                                                ("T2-2018-00012", "2018-01-09", "T2-0458", 'lkg at flange, "tightened" bolts')))),
+    ):  # fmt: skip
+        doc = extract(data, name)
+        assert quotes(doc) == ["brg noise on aux pump; repl brg", 'lkg at flange, "tightened" bolts']
+        first = doc.blocks[0]
+        assert (first.citation, first.entry, first.fields["machine"]) == ("T2-2017-04411", "T2-2017-04411", "T2-0457")
+
+
+# -- malformed files ------------------------------------------------------------------------------
+
+
+def _zip_of(name: str, content: bytes) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as package:
+        package.writestr(name, content)
+    return out.getvalue()
+
+
+BILLION_LAUGHS = (
+    b'<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">'
+    + b"".join(b'<!ENTITY lol%d "%s">' % (n, (b"&lol%d;" % (n - 1) if n > 1 else b"&lol;") * 10) for n in range(1, 10))
+    + b']><clauses><article number="1"><text>&lol9;</text></article></clauses>'
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "problem"),
+    [
+        ("a.pdf", b"PK\x03\x04 this is a zip, not a pdf", "not a PDF: no %PDF- header"),
+        ("b.pdf", b"%PDF-1.4\n1 0 obj << broken", "not a readable PDF"),
+        ("scan.pdf", WRITERS.pdf_bytes([], scanned=2), "scanned, no text layer: 2 page(s)"),
+        ("c.docx", _zip_of("content.xml", b"<odt/>"), "without word/document.xml"),
+        ("d.docx", b"plain text renamed", "a DOCX is a ZIP package and this is not one"),
+        ("bomb.clauses.xml", BILLION_LAUGHS, "entity declarations or external references, refused unexpanded"),
+        ("ext.clauses.xml", b'<!DOCTYPE c [<!ENTITY x SYSTEM "file:///etc/passwd">]><clauses>&x;</clauses>',
+         "refused unexpanded"),
+        ("e.clauses.xml", b"<clauses><article number='1'>", "not well-formed XML"),
+        ("f.clauses.xml", b"<standard><section/></standard>", "no <article> under <standard>"),
+        ("g.records.csv", b"machine,date\nT2,2017\n", "an id column (id or note_id) and a text column"),
+        ("h.records.csv", b"id,text\nA,x\nA,y\n", "note A appears twice (lines 2 and 3)"),
+        ("i.records.jsonl", b'{"id": "A", "text": "x"}\n[1, 2]\n', "line 2 is not a JSON object"),
+    ],
+)  # fmt: skip
+def test_malformed_files_are_refused_naming_the_file_and_the_problem(name, data, problem):
+    with pytest.raises(FileRefused) as caught:
+        extract(data, f"archive/{name}")
+    assert str(caught.value).startswith(f"archive/{name}: ")
+    assert problem in str(caught.value)
+
+
+# -- chunks ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "data"),
+    [("r.md", REPORT_MD), ("s.clauses.xml", STANDARD_XML), ("n.records.csv", NOTES_CSV),
+     ("r.pdf", WRITERS.pdf_bytes([["1 Scope", "This report covers the ballast system."]])),
+     ("r.docx", WRITERS.docx_bytes([("Heading 1", "1 Scope"), ("Normal", "This report covers ballast.")]))],
+)  # fmt: skip
+def test_document_chunks_quote_the_extracted_text_and_carry_their_citation(name, data):
+    chunked = chunk_document(data, name)
+    assert chunked.chunks
+    assert len({chunk.id for chunk in chunked.chunks}) == len(chunked.chunks)
+    for chunk in chunked.chunks:
+        assert chunk.quote == chunked.source[chunk.start : chunk.end]
+        assert chunk.meta["citation"] and chunk.meta["source"] in ("document", "clauses", "records")
+        assert chunk.cell is None and chunk.output is None
+    # every word is in a block, but a clause's number, title, label and NOTE mark, which its
+    # citation and heading path carry instead
+    if not name.endswith(".clauses.xml"):
+        assert coverage(chunked).coverage == 1.0
+
+
+def test_a_record_chunk_is_searched_with_its_fields_and_has_the_year_of_its_date():
+    chunk = chunk_document(NOTES_CSV, "n.records.csv").chunks[0]
+    assert chunk.quote == "brg noise on aux pump; repl brg"
+    assert "machine: T2-0457" in chunk.text and chunk.meta["year"] == 2017
+    assert chunk.meta["fields"]["fault_code"] == "E217" and chunk.meta["entry"] == "T2-2017-04411"
+
+
+def test_a_long_paragraph_is_cut_into_windows_under_one_citation():
+    words = " ".join(f"word{n}" for n in range(400))
+    chunked = chunk_document(f"## 2 Scope\n\n{words}\n".encode(), "long.md")
+    windows = [chunk for chunk in chunked.chunks if chunk.meta["block"] == "paragraph"]
+    assert len(windows) > 1 and {chunk.meta["citation"] for chunk in windows} == {"2 Scope, paragraph 1"}
