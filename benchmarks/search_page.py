@@ -16,9 +16,9 @@ Bytes: what the server sent (response bodies) for requests that started before t
 was drawn, in the cold run. Latency: every gold question through window.cellar.search in a warm
 page, measured in the page (round trips to the worker and shard fetches included), once with the
 files it needs still to fetch (cold: "first") and once more with them in place ("repeat"); the
-bytes the server sent while each cold question ran. Memory: the proportional set size (PSS,
-by psutil) of the browser's renderer processes (the page, its worker with
-Pyodide, the service worker) after the first 20 questions. Needs a built site (build.py site);
+bytes the server sent while each cold question ran (service workers blocked). Memory: the
+proportional set size (PSS, by psutil) of the browser's renderer processes (the page and its
+worker with Pyodide) after the first 20 questions. Needs a built site (build.py site);
 every other shard is served from a temporary site that shares everything else with site/.
 """
 
@@ -106,8 +106,10 @@ MEMORY_AFTER = 20  # questions asked before the tab's memory is read
 
 def latencies(browser, server, queries: list[str]) -> dict:
     """Per pass ("first": cold, "repeat"): page and Python ms per question; for the cold pass the
-    bytes the server sent while each question ran, and the renderer memory after MEMORY_AFTER."""
-    context = browser.new_context()
+    bytes the server sent while each question ran, and the renderer memory after MEMORY_AFTER.
+    Service workers are blocked: what is measured is the tab's search, not the offline copy the
+    service worker would download meanwhile."""
+    context = browser.new_context(service_workers="block")
     page = context.new_page()
     page.set_default_timeout(TIMEOUT_MS)
     page.goto(f"http://127.0.0.1:{server.server_port}/")

@@ -417,7 +417,7 @@ class Shard:
         self._cache: dict[str, tuple[Any, dict[str, np.ndarray]]] = {}
         self._postings: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._parsed: set[str] = set()
-        self._clusters: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._clusters: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
         self._containers: dict[int, tuple[list[dict[str, Any]], np.ndarray]] = {}
         if self.manifest.get("kinds") != list(KINDS):
             raise ShardError(
@@ -616,16 +616,18 @@ class Shard:
         return self.cluster_files[c]
 
     def cluster(self, c: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(chunk rows, kinds, float32 vectors) of cluster ``c``."""
+        """(chunk rows, kinds, float32 vectors) of cluster ``c``. The int8 codes are what is kept:
+        the float32 vectors, four times their size, are made for each call (a tab that probes
+        a few dozen clusters a question would otherwise hold hundreds of MB of them)."""
         if c not in self._clusters:
             name = self.cluster_files[c]
             _, arrays = self._unpacked(name, ("rows", "kinds", "codes", "scales"))
             rows, codes = arrays["rows"], arrays["codes"]
             if codes.shape != (len(rows), self.centroids.shape[1]) or len(arrays["scales"]) != len(rows):
                 raise ShardError(f"{self.source}/{name}: damaged (its arrays disagree)")
-            dense = codes.astype(np.float32) * arrays["scales"][:, None]
-            self._clusters[c] = (rows, arrays["kinds"], dense)
-        return self._clusters[c]
+            self._clusters[c] = (rows, arrays["kinds"], codes, arrays["scales"])
+        rows, kinds, codes, scales = self._clusters[c]
+        return rows, kinds, codes.astype(np.float32) * scales[:, None]
 
     # -- notebooks ---------------------------------------------------------------------------------
 
