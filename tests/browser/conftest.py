@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -109,6 +110,33 @@ def site_around(site: Path, into: Path) -> Path:
         if not (into / entry.name).exists():
             (into / entry.name).symlink_to(entry)
     return into
+
+
+@contextmanager
+def asked(browser: Browser, root: Path, question: str) -> Iterator[Page]:
+    """A page of the site in `root` (served for the occasion, service workers blocked, so that
+    nothing is answered from an earlier copy) that has just been asked `question`."""
+    server = serve_in_background(root)
+    context = browser.new_context(service_workers="block")
+    page = context.new_page()
+    try:
+        page.goto(f"http://127.0.0.1:{server.server_port}/")
+        wait_for(page, "document.body.dataset.searchReady === 'true'", timeout=BOOT_TIMEOUT_MS)
+        box = page.get_by_label("Search the archive")
+        box.fill(question)
+        box.press("Enter")
+        yield page
+    finally:
+        context.close()
+        server.shutdown()
+        server.server_close()
+
+
+def flip_a_byte(path: Path) -> None:
+    """Damage a file: its middle byte's lowest bit flipped."""
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    path.write_bytes(bytes(data))
 
 
 def shard_file_name(url: str) -> str | None:

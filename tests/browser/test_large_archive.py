@@ -15,7 +15,9 @@ from playwright.sync_api import expect
 from tests.browser.conftest import (
     BOOT_TIMEOUT_MS,
     answer_contract,
+    asked,
     expected_fetches,
+    flip_a_byte,
     shard_file_name,
     site_around,
     wait_for,
@@ -98,21 +100,7 @@ def test_a_damaged_partition_is_refused_in_the_page_naming_it(browser, large_sit
     folder = name.split("/")[0]
     (copy / "shard" / folder).unlink()
     shutil.copytree(shard / folder, copy / "shard" / folder)
-    data = bytearray((copy / "shard" / name).read_bytes())
-    data[len(data) // 2] ^= 0x01
-    (copy / "shard" / name).write_bytes(bytes(data))
-    server = serve_in_background(copy)
-    context = browser.new_context(service_workers="block")
-    page = context.new_page()
-    try:
-        page.goto(f"http://127.0.0.1:{server.server_port}/")
-        wait_for(page, "document.body.dataset.searchReady === 'true'", timeout=BOOT_TIMEOUT_MS)
-        box = page.get_by_label("Search the archive")
-        box.fill(question)
-        box.press("Enter")
+    flip_a_byte(copy / "shard" / name)
+    with asked(browser, copy, question) as page:
         expect(page.locator("#results-count")).to_contain_text(f"{name}: damaged", timeout=BOOT_TIMEOUT_MS)
         expect(page.locator("#results-count")).to_contain_text("SHA-256 mismatch")
-    finally:
-        context.close()
-        server.shutdown()
-        server.server_close()

@@ -16,7 +16,9 @@ from tests.browser.conftest import (
     BOOT_TIMEOUT_MS,
     SCREENSHOTS,
     answer_contract,
+    asked,
     expected_fetches,
+    flip_a_byte,
     shard_file_name,
     wait_for,
 )
@@ -276,29 +278,15 @@ def test_a_flipped_byte_in_a_partition_is_refused_in_the_page_naming_it(browser,
     shutil.copytree(site / "shard", copy / "shard")
     lexical = json.loads((copy / "shard" / "manifest.json").read_text())["lexical"]
     name = lexical["files"][bisect.bisect_right(lexical["first"], "ballast") - 1]
-    data = bytearray((copy / "shard" / name).read_bytes())
-    data[len(data) // 2] ^= 0x01
-    (copy / "shard" / name).write_bytes(bytes(data))
+    flip_a_byte(copy / "shard" / name)
     if damage == "remove":
         (copy / "shard" / name).unlink()
-    server = serve_in_background(copy)
-    context = browser.new_context(service_workers="block")
-    page = context.new_page()
-    try:
-        page.goto(f"http://127.0.0.1:{server.server_port}/")
-        wait_for(page, "document.body.dataset.searchReady === 'true'", timeout=BOOT_TIMEOUT_MS)
-        box = page.get_by_label("Search the archive")
-        box.fill(BALLAST)
-        box.press("Enter")
+    with asked(browser, copy, BALLAST) as page:
         if damage == "flip":
             expect(page.locator("#results-count")).to_contain_text(f"{name}: damaged", timeout=BOOT_TIMEOUT_MS)
             expect(page.locator("#results-count")).to_contain_text("SHA-256 mismatch")
         else:
             expect(page.locator("#results-count")).to_contain_text(f"{name}: 404", timeout=BOOT_TIMEOUT_MS)
-    finally:
-        context.close()
-        server.shutdown()
-        server.server_close()
 
 
 def test_a_question_asked_once_works_offline_when_the_shard_is_too_large_to_keep_whole(browser, site, tmp_path):
