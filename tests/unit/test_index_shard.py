@@ -67,7 +67,7 @@ def test_shard_round_trip(built, shard_dir, model):
     the hash of their bytes."""
     shard = open_shard(shard_dir, model)
     index = built.index
-    assert shard.notebooks == [
+    assert list(shard.notebooks) == [
         {**entry, "kinds": sum(1 << int(k) for k in set(index.chunk_kind[entry["start"] : entry["end"]].tolist()))}
         for entry in json.loads(json.dumps(index.notebooks))
     ]

@@ -64,6 +64,7 @@ from cellar.retrieval.embedding import StaticModel
 from cellar.retrieval.index import Index
 from cellar.retrieval.ivf import choose_nprobe, cluster_count, kmeans, nearest_centroid
 from cellar.retrieval.packing import canonical, compress, hashed, pack, unpack
+from cellar.retrieval.table import NotebookTable, table_json
 
 FORMAT = 2
 MANIFEST = "manifest.json"
@@ -172,9 +173,9 @@ def shard_files(
         notebooks.append({**entry, "kinds": _kind_mask(np.unique(kinds[entry["start"] : entry["end"]]))})
     # The notebook table grows with the archive (41,000 notebooks: 22 MB of JSON, 4 MB gzipped):
     # a boot file, compressed and checked like the others, not part of the manifest.
-    container_files = {name: _described(files[name]) for name in containers}
-    table = {"notebooks": notebooks, "containers": containers, "files": container_files}
-    table_file = added("table", compress(canonical(table)), "json")
+    sizes, sums = [len(files[name]) for name in containers], [revision(files[name]) for name in containers]
+    table_file = added("table", compress(canonical(table_json(notebooks, containers, sizes, sums))), "json")
+    container_files = set(containers)
     kind_codes, kind_counts = np.unique(kinds, return_counts=True)
     manifest = {
         "format": FORMAT,
@@ -338,8 +339,7 @@ def _earlier_files(previous: Path | None) -> dict[str, Path]:
 def _listed(manifest: dict[str, Any], read: Callable[[str], bytes]) -> dict[str, dict[str, Any]]:
     """Every file of a shard with its size and SHA-256: the manifest's, and the containers' from
     its notebook table (read with ``read``)."""
-    table = json.loads(gzip.decompress(read(manifest["table"])))
-    return {**manifest["files"], **table["files"]}
+    return {**manifest["files"], **NotebookTable(gzip.decompress(read(manifest["table"]))).files()}
 
 
 def _link(source: Path, target: Path) -> bool:
@@ -434,17 +434,18 @@ class Shard:
             self.cluster_files: list[str] = dense["files"]
             self.nprobe = int(dense["nprobe"])
             self.table_file: str = self.manifest["table"]
-            # every file's size and SHA-256: the manifest's, and the containers' from the table
-            self.files: dict[str, dict[str, Any]] = dict(self.manifest["files"])
+            self.listed: dict[str, dict[str, Any]] = self.manifest["files"]  # all but the containers
             if len(self.lexical_first) != len(self.lexical_files):
                 raise ValueError("the manifest's tables disagree in length")
         except (ValueError, KeyError, TypeError) as error:
             raise ShardError(f"{source}/{MANIFEST}: damaged, not a shard manifest ({error!r})") from None
-        self.notebooks, self.containers = self._table()
+        self.notebooks = self._table()
+        self.containers = self.notebooks.containers
+        self._container_at = {name: n for n, name in enumerate(self.containers)}
         self.model_id = self.manifest["model"]["id"]
         self.model_sha256 = self.manifest["model"]["sha256"]
         self.calibration = self.manifest["calibration"]
-        self.starts = np.array([nb["start"] for nb in self.notebooks] + [self.n_chunks], dtype=np.int64)
+        self.starts = np.array([*self.notebooks.columns["start"], self.n_chunks], dtype=np.int64)
         _, arrays = self._unpacked(dense["centroids"], ("centroids",))
         self.centroids = arrays["centroids"].astype(np.float32)
         if self.centroids.shape != (len(self.cluster_files), self.manifest["counts"]["dims"]):
@@ -476,20 +477,25 @@ class Shard:
             raise ShardError(f"{where}: damaged, not a shard manifest (missing {', '.join(missing)})")
         return manifest
 
-    def _table(self) -> tuple[list[dict[str, Any]], list[str]]:
-        """The notebook table (a boot file): every notebook's entry and container; their files
-        join ``files``."""
+    def _table(self) -> NotebookTable:
+        """The notebook table (a boot file): every notebook's entry, container and its checksum."""
         try:
-            table = json.loads(self._checked(self.table_file))
-            notebooks, containers, files = table["notebooks"], table["containers"], table["files"]
-            if len(containers) != len(notebooks) or set(containers) != set(files):
-                raise ValueError("its notebooks, containers and files disagree")
+            return NotebookTable(self._checked(self.table_file))
         except (UnicodeDecodeError, ValueError, KeyError, TypeError) as error:
             if isinstance(error, ShardError):
                 raise
             raise ShardError(f"{self.source}/{self.table_file}: damaged, not a notebook table ({error!r})") from None
-        self.files.update(files)
-        return notebooks, containers
+
+    @property
+    def files(self) -> dict[str, dict[str, Any]]:
+        """Every file's bytes and SHA-256: the manifest's, and the containers' from the table."""
+        return {**self.listed, **self.notebooks.files()}
+
+    def _expected(self, name: str) -> dict[str, Any] | None:
+        if name in self.listed:
+            return self.listed[name]
+        n = getattr(self, "_container_at", {}).get(name)  # none before the table is read
+        return None if n is None else {"bytes": self.notebooks.sizes[n], "sha256": self.notebooks.sums[n]}
 
     def _bytes(self, name: str) -> bytes:
         try:
@@ -499,7 +505,7 @@ class Shard:
 
     def _checked(self, name: str) -> bytes:
         """The file's bytes once they match the manifest's SHA-256, decompressed."""
-        expected = self.files.get(name)
+        expected = self._expected(name)
         if expected is None:
             raise ShardError(f"{self.source}/{name}: not listed in {MANIFEST} or its table")
         data = self._bytes(name)
@@ -564,10 +570,9 @@ class Shard:
             self.container(n)
             self._forget()
         named = {*self.lexical_files, *self.cluster_files, *self.containers, self.manifest["dense"]["centroids"]}
-        if named | {self.table_file} != set(self.files):
-            raise ShardError(
-                f"{self.source}/{MANIFEST}: lists files no table names ({sorted(named ^ set(self.files))})"
-            )
+        files = set(self.files)
+        if named | {self.table_file} != files:
+            raise ShardError(f"{self.source}/{MANIFEST}: lists files no table names ({sorted(named ^ files)})")
 
     # -- lexical ---------------------------------------------------------------------------------
 
