@@ -16,6 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # one place for Chromium's flags and the CSP-proof wait: the browser tests'
 from tests.browser.conftest import CHROMIUM_ARGS as CHROMIUM_ARGS  # noqa: E402  (the benchmarks import it from here)
+from tests.browser.conftest import service_worker_ready as service_worker_ready  # noqa: E402
 from tests.browser.conftest import site_around as site_around  # noqa: E402
 from tests.browser.conftest import wait_for as _wait_for  # noqa: E402
 

@@ -40,7 +40,7 @@ import psutil  # installed with the dask extra (distributed needs it)
 from playwright.sync_api import sync_playwright
 
 from cellar.site.server import SiteRequestHandler
-from chromium import CHROMIUM_ARGS, bare_site, site_around, wait_for
+from chromium import CHROMIUM_ARGS, bare_site, service_worker_ready, site_around, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT_MS = 180_000
@@ -81,7 +81,7 @@ def cellar_round(browser, server, query: str) -> dict:
     server.sent.clear()
     cold, at = first_result(page, url)
     sent = sum(size for started, size, _ in server.sent if started <= at)
-    page.evaluate("() => navigator.serviceWorker.ready")  # the offline copy, made after the first result
+    service_worker_ready(page)  # the offline copy, made after the first result
     wait_for(page, "navigator.serviceWorker.controller !== null")
     reload1, _ = first_result(page, url)
     reload2, _ = first_result(page, url)

@@ -50,7 +50,7 @@ function archiveUrl(folder, path) {
   return folder + path.split("/").map(encodeURIComponent).join("/");
 }
 
-// The shard's notebook table (a boot file, gzip): every notebook's path and container.
+// The shard's notebook table (a boot file, gzip, by columns): every notebook's path and container.
 async function notebookTable(shard, manifest) {
   const response = await fetch(new URL(shard + manifest.table, SITE), { cache: "no-cache" });
   if (!response.ok) throw new Error(`${manifest.table}: ${response.status} ${response.statusText}`);
@@ -62,7 +62,9 @@ async function notebookTable(shard, manifest) {
 async function shardFiles(shard, manifest) {
   if (manifest.bytes > OFFLINE_SHARD_BYTES) return { names: manifest.boot, notebooks: [] };
   const table = await notebookTable(shard, manifest);
-  return { names: [...Object.keys(manifest.files), ...table.containers], notebooks: table.notebooks };
+  const { path, rendered } = table.columns;  // the table is by columns (cellar.retrieval.table)
+  const notebooks = path.map((notebook, n) => ({ path: notebook, rendered: rendered[n] }));
+  return { names: [...Object.keys(manifest.files), ...table.containers], notebooks };
 }
 
 // A shard file's name, as the manifest lists it or as a container is named (by its hash).

@@ -132,6 +132,16 @@ def asked(browser: Browser, root: Path, question: str) -> Iterator[Page]:
         server.server_close()
 
 
+def service_worker_ready(page: Page, timeout_ms: float = 60_000) -> None:
+    """Wait until the page's service worker is active; fail, not hang, when its install failed
+    (then `navigator.serviceWorker.ready` never settles)."""
+    page.evaluate(
+        """ms => Promise.race([navigator.serviceWorker.ready, new Promise((_, fail) =>
+            setTimeout(() => fail(new Error(`no service worker became active in ${ms} ms`)), ms))])""",
+        timeout_ms,
+    )
+
+
 def flip_a_byte(path: Path) -> None:
     """Damage a file: its middle byte's lowest bit flipped."""
     data = bytearray(path.read_bytes())

@@ -22,7 +22,7 @@ from urllib.parse import quote, urlsplit
 
 import pytest
 from playwright.sync_api import expect
-from tests.browser.conftest import BOOT_TIMEOUT_MS, wait_for
+from tests.browser.conftest import BOOT_TIMEOUT_MS, service_worker_ready, wait_for
 
 from cellar.cli import main
 from cellar.site.server import content_security_policy, serve_in_background
@@ -515,7 +515,7 @@ def test_the_offline_copy_keeps_only_what_the_build_listed(watch, hostile_url):
     page = seen.page
     page.goto(f"{hostile_url}?q={quote(WORDS)}")
     wait_for(page, "q => document.body.dataset.answered === q", arg=WORDS)
-    page.evaluate("() => navigator.serviceWorker.ready")
+    service_worker_ready(page)
     wait_for(page, "navigator.serviceWorker.controller !== null")
     # What notebook code in the tab could ask for: HTML at URLs under the runtime and the archive
     # (directory listings), unlisted files; none of it may enter the cache.

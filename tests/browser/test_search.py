@@ -19,6 +19,7 @@ from tests.browser.conftest import (
     asked,
     expected_fetches,
     flip_a_byte,
+    service_worker_ready,
     shard_file_name,
     wait_for,
 )
@@ -219,7 +220,7 @@ def test_after_the_first_visit_search_and_viewer_work_with_the_server_stopped(br
     try:
         page.goto(f"{url}?q={BALLAST}")
         answered(page, BALLAST)
-        page.evaluate("() => navigator.serviceWorker.ready")
+        service_worker_ready(page)
         wait_for(page, "navigator.serviceWorker.controller !== null")
         expect(page.locator("#offline-status")).to_contain_text("offline use")
     finally:
@@ -320,7 +321,7 @@ def test_a_question_asked_once_works_offline_when_the_shard_is_too_large_to_keep
     try:
         page.goto(f"{url}?q={BALLAST}")
         answered(page, BALLAST)
-        page.evaluate("() => navigator.serviceWorker.ready")
+        service_worker_ready(page)
         wait_for(page, "navigator.serviceWorker.controller !== null")
         expect(page.locator("#offline-status")).to_contain_text("offline use")
         assert page.evaluate("q => window.cellar.search(q)", second)["notebooks"]

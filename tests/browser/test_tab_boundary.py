@@ -32,7 +32,7 @@ from urllib.parse import quote
 from urllib.request import urlopen
 
 import pytest
-from tests.browser.conftest import BOOT_TIMEOUT_MS, wait_for
+from tests.browser.conftest import BOOT_TIMEOUT_MS, service_worker_ready, wait_for
 
 from cellar.site.server import serve_in_background
 
@@ -351,7 +351,7 @@ def test_a_hostile_notebook_rerendered_in_the_tab_reaches_nothing(browser, probe
 
         page.goto(f"{url}viewer.html?path={quote(PATH)}")
         wait_for(page, "document.body.dataset.rendered === 'true'")
-        page.evaluate("() => navigator.serviceWorker.ready")
+        service_worker_ready(page)
         wait_for(page, "navigator.serviceWorker.controller !== null")
         cached_before = page.evaluate(CACHED)
         assert cached_before, "the offline copy is in place before the run"
