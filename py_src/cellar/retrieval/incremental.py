@@ -10,9 +10,9 @@ version (``pipeline_version``: the cellar version, the SHA-256 of the chunking a
 code, the model's SHA-256, the analyser settings with the glossary, the metadata rules) and, for
 a notebook indexed with its fresh outputs, its re-render report entry and the fresh notebook's
 bytes. An entry is one file, ``<dir>/<key[:2]>/<key>.bin`` (``cellar.retrieval.packing``'s
-format: the part's arrays and its container as raw bytes, the rest in the header). An unchanged notebook is read from it; a moved one (the same
-bytes at another path) is chunked again, as its chunk ids and rule metadata depend on its path,
-but reuses the terms and embeddings of every chunk whose text is unchanged. ``last-build.json``
+format: the part's arrays and its entries' containers as raw bytes, the rest in the header). An
+unchanged notebook is read from it; a moved one (the same bytes at another path) is chunked
+again, as its chunk ids and rule metadata depend on its path, but reuses the terms and embeddings of every chunk whose text is unchanged. ``last-build.json``
 lists the previous build's paths, to count what left the archive; entries no build uses any more
 are removed after each build.
 
@@ -42,7 +42,7 @@ from cellar.retrieval.packing import container, container_records, pack, unpack
 if TYPE_CHECKING:  # the query path imports Render from here, not the chunker
     from cellar.ingest.metadata import Rule
 
-CACHE_FORMAT = 4
+CACHE_FORMAT = 5
 # An entry's catalogue: a notebook's metadata; a document's source kind (document, clauses,
 # records: absent for a notebook) and a record's structured fields, which the filters read.
 NOTEBOOK_META = ("project", "author", "year", "vessel_class", "tags", "deprecated", "source", "fields")
@@ -90,24 +90,22 @@ class Task:
 @dataclass
 class Part:
     """What one file contributes to the index (``error`` set: the file is skipped): per chunk, its
-    BM25 terms, int8 vector and scale, cell, output and kind code; the chunk records themselves
-    only inside ``container`` (``cellar.retrieval.packing.container``, compressed bytes), so that a
-    large archive's records never sit in a build's memory as Python objects; and ``notebook``, the
-    fields of its row in the notebooks table that its chunks decide (``make_part``)."""
+    BM25 terms, int8 vector and scale, cell, output and kind code; and its ``entries``, the rows
+    it adds to the notebooks table (``make_part``): one for a notebook or a document, one per note
+    of a records file (``entry_groups``). An entry is ``{"notebook": its table fields, "container":
+    its chunk records and vectors (``cellar.retrieval.packing.container``, compressed bytes),
+    "chunks": how many}``, its chunks being consecutive rows of the part: the records themselves
+    are only in the containers, so a large archive's records never sit in a build's memory as
+    Python objects."""
 
     path: str
     key: str
-    container: bytes = b""
     terms: list[list[str]] = field(default_factory=list)
     vectors: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int8))
     scales: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
     cells: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))  # -1: a plain document
     outputs: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))  # -1: a cell's source
     kinds: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint8))  # codes into KINDS
-    notebook: dict[str, Any] = field(default_factory=dict)  # revision, title, meta, cells
-    # A records file's notes, each an entry of its own in the notebooks table (``entry_groups``):
-    # per note its notebook-table fields (with ``entry``, the note id), container and chunk count,
-    # its chunks being consecutive rows of this part. Empty for a notebook or a document.
     entries: list[dict[str, Any]] = field(default_factory=list)
     render: tuple[str, str | None, str | None] | None = None  # (status, reason, rendered)
     problems: list[str] = field(default_factory=list)
@@ -129,54 +127,56 @@ def make_part(
     title: str | None = None,
 ) -> Part:
     """The part of one file's chunk records (all of one revision), their terms and int8 vectors
-    with scales (``cellar.retrieval.embedding.quantise_rows``); ``cell_count`` defaults to the
-    highest cell + 1, ``title`` to the first heading, then the file name."""
+    with scales (``cellar.retrieval.embedding.quantise_rows``). A notebook or a document is one
+    entry: its ``cell_count`` defaults to the highest cell + 1, its ``title`` to the first
+    heading, then the file name; a records file's notes are an entry each, titled by citation."""
     revisions = {record["revision"] for record in records}
     if len(revisions) != 1:
         raise ValueError(f"{path}: chunk records from {len(revisions)} revisions")
     file_revision = revisions.pop()
     cells = np.array([_or_minus(record["cell"]) for record in records], dtype=np.int32)
     first_meta = records[0].get("meta", {})
-    heading = next((r["meta"]["headings"][0] for r in records if r.get("meta", {}).get("headings")), None)
-    entries = []
     groups = entry_groups(records)
-    if len(groups) > 1 or first_meta.get("entry"):
-        at = 0
-        for group in groups:
-            rows = slice(at, at + len(group))
-            meta = group[0].get("meta", {})
-            entries.append(
-                {
-                    "notebook": {
-                        "revision": file_revision,
-                        "title": str(meta.get("citation", meta.get("entry"))),
-                        "meta": {name: meta[name] for name in NOTEBOOK_META if name in meta},
-                        "cells": 0,
-                        "entry": meta.get("entry"),
-                    },
-                    "container": container(path, file_revision, group, vectors[rows], scales[rows]),
-                    "chunks": len(group),
-                }
-            )
-            at += len(group)
+    if len(groups) > 1 or first_meta.get("entry"):  # a records file: each note an entry, titled by its citation
+        metas = [group[0].get("meta", {}) for group in groups]
+        own = [{"title": str(m.get("citation", m.get("entry"))), "cells": 0, "entry": m.get("entry")} for m in metas]
+    else:
+        heading = next((r["meta"]["headings"][0] for r in records if r.get("meta", {}).get("headings")), None)
+        highest = int(cells.max()) + 1 if (cells >= 0).any() else 0
+        own = [
+            {
+                "title": title or heading or PurePosixPath(path).stem,
+                "cells": cell_count if cell_count is not None else highest,
+            }
+        ]
+    entries, at = [], 0
+    for group, fields in zip(groups, own):
+        rows = slice(at, at + len(group))
+        meta = group[0].get("meta", {})
+        fields = {
+            "revision": file_revision,
+            "meta": {name: meta[name] for name in NOTEBOOK_META if name in meta},
+            **fields,
+        }
+        packed = container(path, file_revision, group, vectors[rows], scales[rows])
+        entries.append({"notebook": fields, "container": packed, "chunks": len(group)})
+        at += len(group)
     return Part(
         path,
         key,
-        container(path, file_revision, records, vectors, scales),
         terms,
         vectors,
         scales,
         cells,
         np.array([_or_minus(record["output"]) for record in records], dtype=np.int32),
         np.array([KINDS.index(record["kind"]) for record in records], dtype=np.uint8),
-        {
-            "revision": file_revision,
-            "title": title or heading or PurePosixPath(path).stem,
-            "meta": {name: first_meta[name] for name in NOTEBOOK_META if name in first_meta},
-            "cells": cell_count if cell_count is not None else int(cells.max()) + 1 if (cells >= 0).any() else 0,
-        },
-        entries=entries,
+        entries,
     )
+
+
+def part_records(part: Part) -> list[ChunkRecord]:
+    """A part's chunk records, in row order, unpacked from its entries' containers."""
+    return [record for entry in part.entries for record in container_records(entry["container"])]
 
 
 def entry_groups(records: Sequence[ChunkRecord]) -> list[list[ChunkRecord]]:
@@ -199,10 +199,8 @@ def _or_minus(value: int | None) -> int:
 
 
 def _entries(described: Sequence[Mapping[str, Any]], arrays: Mapping[str, np.ndarray]) -> list[dict[str, Any]]:
-    """A cached part's note entries: their table fields and chunk counts, with their containers
-    cut back out of the one array they were stored in."""
-    if not described:
-        return []
+    """A cached part's entries: their table fields and chunk counts, with their containers cut
+    back out of the one array they were stored in."""
     blob, at, entries = arrays["entry_containers"].tobytes(), 0, []
     for entry, size in zip(described, arrays["entry_sizes"].tolist()):
         entries.append({"notebook": entry["notebook"], "container": blob[at : at + size], "chunks": entry["chunks"]})
@@ -287,7 +285,7 @@ def prepare(
     known: dict[str, int] = {}
     earlier: list[ChunkRecord] = []
     if reuse is not None:
-        earlier = container_records(reuse.container)
+        earlier = part_records(reuse)
         known = {record["text"]: number for number, record in enumerate(earlier)}
     texts = [record["text"] for record in records]
     missing = [embedded_text(record, analyzer) for record in records if record["text"] not in known]
@@ -400,14 +398,13 @@ class Cache:
             meta, arrays = unpack(self._file(key).read_bytes())
             if meta["key"] != key:
                 return None
-            part = Part(meta["path"], key, notebook=meta["notebook"], problems=meta["problems"], error=meta["error"])
+            part = Part(meta["path"], key, problems=meta["problems"], error=meta["error"])
             part.render = tuple(meta["render"]) if meta["render"] else None
             if part.error is None:
-                part.container = arrays["container"].tobytes()
                 part.vectors, part.scales = arrays["vectors"], arrays["scales"]
                 part.cells, part.outputs, part.kinds = arrays["cells"], arrays["outputs"], arrays["kinds"]
                 part.terms = meta["terms"] if meta["terms"] is not None else _split(arrays)
-                part.entries = _entries(meta.get("entries") or [], arrays)
+                part.entries = _entries(meta["entries"], arrays)
                 if not len(part.terms) == len(part.vectors) == len(part.scales) == part.n_chunks:
                     return None
         except (OSError, ValueError, KeyError, TypeError):
@@ -420,10 +417,12 @@ class Cache:
         # Every chunk's terms as one string, when no term holds the separator: decoding millions of
         # small JSON strings was most of the time a fully cached build spent reading the cache.
         joined = all(term and SEPARATOR not in term for terms in part.terms for term in terms)
-        arrays = {}
+        arrays: dict[str, np.ndarray] = {}
         if part.error is None:
             arrays = {
-                "container": np.frombuffer(part.container, dtype=np.uint8),
+                # the entries' containers one after another
+                "entry_containers": np.frombuffer(b"".join(e["container"] for e in part.entries), np.uint8),
+                "entry_sizes": np.array([len(e["container"]) for e in part.entries], dtype=np.int64),
                 "vectors": part.vectors,
                 "scales": part.scales,
                 "cells": part.cells,
@@ -432,13 +431,9 @@ class Cache:
                 "terms": np.frombuffer(SEPARATOR.join(t for terms in part.terms for t in terms).encode(), np.uint8),
                 "term_counts": np.array([len(terms) for terms in part.terms], dtype=np.int32),
             }
-            if part.entries:  # a records file's notes: their containers one after another
-                arrays["entry_containers"] = np.frombuffer(b"".join(e["container"] for e in part.entries), np.uint8)
-                arrays["entry_sizes"] = np.array([len(e["container"]) for e in part.entries], dtype=np.int64)
         meta = {
             "key": part.key,
             "path": part.path,
-            "notebook": part.notebook,
             "terms": None if joined else part.terms,
             "render": list(part.render) if part.render else None,
             "entries": [{"notebook": e["notebook"], "chunks": e["chunks"]} for e in part.entries],

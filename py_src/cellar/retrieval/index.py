@@ -29,7 +29,7 @@ from cellar.records import STATUSES, ChunkRecord, NotebookEntry
 from cellar.retrieval.analysis import Analyzer, AnalyzerSettings
 from cellar.retrieval.bm25 import BM25
 from cellar.retrieval.embedding import StaticModel, quantise_rows
-from cellar.retrieval.incremental import Part, Render, embedded_text, make_part
+from cellar.retrieval.incremental import Part, Render, embedded_text, make_part, part_records
 from cellar.retrieval.packing import container_records
 
 if TYPE_CHECKING:  # chunking is imported where files are read: the query path does not need it
@@ -137,10 +137,7 @@ def index_from_parts(
         render = Render(*part.render) if part.render else Render()
         if render.status not in STATUSES:
             raise ValueError(f"{part.path}: unknown status {render.status!r}; choose from {list(STATUSES)}")
-        # a records file's notes are entries of their own (``Part.entries``); any other file is one
-        for described in part.entries or [
-            {"notebook": part.notebook, "container": part.container, "chunks": part.n_chunks}
-        ]:
+        for described in part.entries:  # one for a notebook or a document, one per note of a records file
             table = described["notebook"]
             entry: NotebookEntry = {
                 "path": part.path,
@@ -340,7 +337,7 @@ def pseudo_questions(parts: Sequence[Part], model: StaticModel, seed: int = 0) -
     starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
     texts = []
     for owner in np.unique(owners):
-        records = container_records(parts[owner].container)
+        records = part_records(parts[owner])
         for row in rows[owners == owner]:
             words = records[row - starts[owner]]["text"].split()
             first = int(rng.integers(max(1, len(words) - PSEUDO_WORDS + 1)))
