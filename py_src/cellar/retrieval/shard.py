@@ -171,7 +171,7 @@ def shard_files(
     for entry, compressed in zip(index.notebooks, index.containers):
         containers.append(added("notebooks", compressed))
         notebooks.append({**entry, "kinds": _kind_mask(np.unique(kinds[entry["start"] : entry["end"]]))})
-    # The notebook table grows with the archive (41,000 notebooks: 22 MB of JSON, 4 MB gzipped):
+    # The notebook table grows with the archive (41,000 notebooks: 20 MB of JSON, 5 MB gzipped):
     # a boot file, compressed and checked like the others, not part of the manifest.
     sizes, sums = [len(files[name]) for name in containers], [revision(files[name]) for name in containers]
     table_file = added("table", compress(canonical(table_json(notebooks, containers, sizes, sums))), "json")
@@ -201,7 +201,7 @@ def shard_files(
         "files": {name: _described(data) for name, data in files.items() if name not in container_files},
     }
     manifest["checksum"] = revision(canonical(manifest))
-    # Sorted keys: a notebook's meta from the cache and from a cold build write the same bytes.
+    # Sorted keys, like the JSON in every other file of the shard (packing.canonical).
     files[MANIFEST] = json.dumps(manifest, ensure_ascii=False, indent=1, sort_keys=True).encode("utf-8")
     return files
 
@@ -419,6 +419,7 @@ class Shard:
         self._parsed: set[str] = set()
         self._clusters: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
         self._containers: dict[int, tuple[list[dict[str, Any]], np.ndarray]] = {}
+        self._container_at: dict[str, int] = {}  # a container's number, once the table is read
         if self.manifest.get("kinds") != list(KINDS):
             raise ShardError(
                 f"{source}/{MANIFEST}: chunk kinds {self.manifest.get('kinds')!r}, this cellar knows "
@@ -494,7 +495,7 @@ class Shard:
     def _expected(self, name: str) -> dict[str, Any] | None:
         if name in self.listed:
             return self.listed[name]
-        n = getattr(self, "_container_at", {}).get(name)  # none before the table is read
+        n = self._container_at.get(name)
         return None if n is None else {"bytes": self.notebooks.sizes[n], "sha256": self.notebooks.sums[n]}
 
     def _bytes(self, name: str) -> bytes:

@@ -21,8 +21,9 @@ COLUMNS = ("path", "revision", "title", "status", "reason", "rendered", "start",
 OPTIONAL = ("entry",)  # absent from an entry when null
 
 
-def table_json(notebooks: Sequence[Mapping[str, Any]], containers: Sequence[str], sizes: Sequence[int],
-               sums: Sequence[str]) -> dict[str, Any]:  # fmt: skip
+def table_json(
+    notebooks: Sequence[Mapping[str, Any]], containers: Sequence[str], sizes: Sequence[int], sums: Sequence[str]
+) -> dict[str, Any]:
     """The table of ``notebooks`` (entries with their kind bitmask) and their container files."""
     meta_keys = sorted({key for entry in notebooks for key in entry["meta"]})
     return {
