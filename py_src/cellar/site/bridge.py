@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -174,26 +174,20 @@ def search_open(shard_dir: str) -> dict[str, Any]:
     }
 
 
-def catalogue(entries: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """What the notebook table offers the page's filters, in one pass over it (at 41,000 notebooks
-    each pass makes every entry): the range of years; the projects, each with its first
+def catalogue(table: Any) -> dict[str, Any]:
+    """What the notebook table (a cellar.retrieval.table.NotebookTable) offers the page's filters,
+    from its columns' distinct values: the range of years; the projects, each with its first
     notebook's title to tell them apart; the sources the entries come from (notebook, document,
     clauses, records: in that order); and per structured field of the records but the date
     (which the year filters), the values it takes."""
     from cellar.retrieval.filters import SOURCES
 
-    years: list[int] = []
-    projects: dict[str, str] = {}
-    present: set[str] = set()
+    years = [year for year, _ in table.distinct("meta.year") if isinstance(year, int)]
+    projects = {project: table.value("title", n) for project, n in table.distinct("meta.project") if project}
+    present = {source or "notebook" for source, _ in table.distinct("meta.source")}
     fields: dict[str, set[str]] = {}
-    for entry in entries:
-        meta = entry["meta"]
-        if isinstance(meta.get("year"), int):
-            years.append(meta["year"])
-        if meta.get("project"):
-            projects.setdefault(meta["project"], entry["title"])
-        present.add(meta.get("source", "notebook"))
-        for key, value in (meta.get("fields") or {}).items():
+    for values, _ in table.distinct("meta.fields"):
+        for key, value in (values or {}).items():
             if key != "date":
                 fields.setdefault(key, set()).add(value)
     return {
