@@ -15,7 +15,9 @@ import pytest
 
 from cellar.retrieval.embedding import default_model_dir, load_model
 from cellar.retrieval.index import Render, build_index, build_index_from_directory
-from cellar.retrieval.shard import MANIFEST, NeedFiles, Shard, ShardError, open_shard, shard_files, write_shard
+from cellar.retrieval.publish import write_shard
+from cellar.retrieval.shard import MANIFEST, NeedFiles, Shard, ShardError, open_shard
+from cellar.retrieval.sharding import shard_files
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = default_model_dir()

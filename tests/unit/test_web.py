@@ -95,8 +95,9 @@ def test_search_asks_once_for_the_fragments_it_needs_then_answers_as_the_searche
     cellar.retrieval.search answers over the whole shard, plus the marks and tables the page draws."""
     from cellar.retrieval.embedding import load_model
     from cellar.retrieval.index import build_index_from_directory
+    from cellar.retrieval.publish import write_shard
     from cellar.retrieval.search import NUMBER_IN_TEXT, Filters, Searcher
-    from cellar.retrieval.shard import MANIFEST, open_shard, write_shard
+    from cellar.retrieval.shard import MANIFEST, open_shard
 
     demo = ROOT / "demo/archive"
     if not demo.is_dir() or not (MODEL / "model.json").exists():

@@ -28,17 +28,8 @@ been fetched yet?), asking for a file that is absent raises NeedFiles naming all
 caller fetches them in one round and asks again. Every file is checked against the manifest's
 SHA-256 when it is first read: a damaged, missing or replaced file is a ShardError naming it.
 
-On disk, ``write_shard(index, "build/shard")`` never touches the shard it replaces until the new
-one is whole: it writes every file (each synced) into a new folder beside it,
-``build/.shard.versions/<manifest checksum>`` (a file whose bytes the current version already holds
-is hard-linked from it, not written again), opens and checks that folder as a reader would
-(every file, the model), and only then switches ``build/shard``, a relative symbolic link, to it
-with one ``os.replace`` of a new link. A writer killed at any moment leaves the previous shard
-whole and in place; the next write removes what it left. The previous version is kept (a search
-that opened it can finish reading its files); older ones are removed, so no stale file outlives a
-smaller archive. A lock (``flock`` on ``build/.shard.lock``) refuses a second writer with
-ShardBusy. A plain folder at the place (a shard of an older cellar) is moved into the versions
-folder at the switch; a folder that holds no shard is refused, never replaced.
+Made from an Index by ``cellar.retrieval.sharding.shard_files``; written aside, checked and
+switched atomically by ``cellar.retrieval.publish.write_shard``. The tab loads this module alone.
 """
 
 from __future__ import annotations
@@ -46,26 +37,20 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import shutil
-import time
 import zlib
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, nullcontext
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from cellar import __version__
 from cellar.ingest.provenance import revision
 from cellar.records import KINDS
 from cellar.retrieval.analysis import AnalyzerSettings
 from cellar.retrieval.embedding import StaticModel
-from cellar.retrieval.index import Index
-from cellar.retrieval.ivf import choose_nprobe, cluster_count, kmeans, nearest_centroid
-from cellar.retrieval.packing import canonical, compress, hashed, pack, unpack
-from cellar.retrieval.table import NotebookTable, table_bytes
+from cellar.retrieval.packing import canonical, unpack
+from cellar.retrieval.table import NotebookTable
 
 FORMAT = 3  # 3: the notebook table packed by columns (cellar.retrieval.table), not JSON
 MANIFEST = "manifest.json"
@@ -92,312 +77,6 @@ class NeedFiles(Exception):
     def __init__(self, names: Sequence[str]) -> None:
         super().__init__(f"needs {len(names)} file(s): {', '.join(names[:5])}")
         self.names = list(names)
-
-
-def _places(directory: Path) -> tuple[Path, Path]:
-    """The versions folder and the lock file that belong to the shard at `directory`."""
-    return directory.parent / f".{directory.name}.versions", directory.parent / f".{directory.name}.lock"
-
-
-# -- building ---------------------------------------------------------------------------------------
-
-
-def _partitions(terms: list[str], indptr: np.ndarray, target: int) -> list[tuple[int, int]]:
-    """Contiguous term ranges of about ``target`` postings each (a term is never split)."""
-    ranges, first, count = [], 0, 0
-    starts = indptr.tolist()
-    for j in range(len(terms)):
-        count += starts[j + 1] - starts[j]
-        if count >= target:
-            ranges.append((first, j + 1))
-            first, count = j + 1, 0
-    if first < len(terms):
-        ranges.append((first, len(terms)))
-    return ranges
-
-
-def _described(data: bytes) -> dict[str, Any]:
-    return {"bytes": len(data), "sha256": revision(data)}
-
-
-def shard_files(
-    index: Index, *, partition_postings: int = PARTITION_POSTINGS, clusters: int | None = None
-) -> dict[str, bytes]:
-    """The shard's files by name (manifest last), as bytes: pure, so it can be checked or served."""
-    files: dict[str, bytes] = {}
-
-    def add(role: str, raw: bytes) -> str:
-        return added(role, compress(raw))
-
-    def added(role: str, compressed: bytes, extension: str = "bin") -> str:
-        name = hashed(role, compressed, extension)
-        files[name] = compressed
-        return name
-
-    bm25 = index.bm25
-    kinds = index.chunk_kind
-    lexical_first, lexical_files = [], []
-    for first, last in _partitions(bm25.terms, bm25.indptr, partition_postings):
-        s, e = int(bm25.indptr[first]), int(bm25.indptr[last])
-        encoded = [term.encode("utf-8") for term in bm25.terms[first:last]]
-        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-        np.cumsum([len(t) for t in encoded], out=offsets[1:])
-        rows = bm25.indices[s:e]
-        arrays = {
-            "terms_utf8": np.frombuffer(b"".join(encoded), dtype=np.uint8),
-            "terms_offsets": offsets,
-            "indptr": (bm25.indptr[first : last + 1] - s).astype(np.int64),
-            "rows": rows.astype(np.int32),
-            "kinds": kinds[rows].astype(np.uint8),
-            "scores": bm25.data[s:e].astype(np.float32),
-        }
-        lexical_first.append(bm25.terms[first])
-        lexical_files.append(add("terms", pack(arrays, {"first": bm25.terms[first], "last": bm25.terms[last - 1]})))
-
-    dense = index.dense()
-    k = clusters or cluster_count(index.n_chunks)
-    centroids = kmeans(dense, k)
-    assign = nearest_centroid(dense, centroids)
-    nprobe, recall = choose_nprobe(dense, centroids, assign, index.pseudo_questions)
-    cluster_files = []
-    for c in range(k):
-        rows = np.flatnonzero(assign == c).astype(np.int32)
-        arrays = {"rows": rows, "kinds": kinds[rows], "codes": index.vectors[rows], "scales": index.scales[rows]}
-        cluster_files.append(add("clusters", pack(arrays, {"cluster": c})))
-    centroid_file = add("dense", pack({"centroids": centroids.astype(np.float16)}))
-
-    notebooks, containers = [], []
-    for entry, compressed in zip(index.notebooks, index.containers):
-        containers.append(added("notebooks", compressed))
-        bits = np.left_shift(1, kinds[entry["start"] : entry["end"]].astype(np.int64))
-        notebooks.append({**entry, "kinds": int(np.bitwise_or.reduce(bits, initial=0))})
-    # The notebook table grows with the archive (41,000 notebooks: a few MB gzipped): a boot
-    # file, compressed and checked like the others, not part of the manifest.
-    sizes, sums = [len(files[name]) for name in containers], [revision(files[name]) for name in containers]
-    table_file = add("table", table_bytes(notebooks, containers, sizes, sums))
-    container_files = set(containers)
-    kind_codes, kind_counts = np.unique(kinds, return_counts=True)
-    manifest = {
-        "format": FORMAT,
-        "cellar": __version__,
-        "model": {"id": index.model_id, "sha256": index.model_sha256},
-        "analyzer": index.analyzer.to_dict(),
-        "bm25": {"k1": bm25.k1, "b": bm25.b, "n": bm25.n_docs, "avgdl": bm25.avgdl},
-        "counts": {
-            "notebooks": len(index.notebooks),
-            "chunks": index.n_chunks,
-            "terms": len(bm25.terms),
-            "dims": int(index.vectors.shape[1]),
-            "kinds": {KINDS[c]: int(n) for c, n in zip(kind_codes.tolist(), kind_counts.tolist())},
-        },
-        "kinds": list(KINDS),  # the names of the kind codes
-        "calibration": index.calibration,
-        "table": table_file,
-        "lexical": {"first": lexical_first, "files": lexical_files, "postings": partition_postings},
-        "dense": {"centroids": centroid_file, "files": cluster_files, "nprobe": nprobe, "recall@50": recall},
-        "boot": [centroid_file, table_file],
-        "bytes": sum(len(data) for data in files.values()),  # the whole shard but the manifest
-        # every file but the containers, which the table lists
-        "files": {name: _described(data) for name, data in files.items() if name not in container_files},
-    }
-    manifest["checksum"] = revision(canonical(manifest))
-    # Sorted keys, like the JSON in every other file of the shard (packing.canonical).
-    files[MANIFEST] = json.dumps(manifest, ensure_ascii=False, indent=1, sort_keys=True).encode("utf-8")
-    return files
-
-
-@contextmanager
-def shard_lock(directory: str | os.PathLike[str]) -> Iterator[None]:
-    """Hold the write lock of the shard at ``directory`` (``flock`` on ``.<name>.lock`` beside
-    it), or raise ShardBusy naming the process that holds it. The kernel drops the lock when its
-    holder exits, however it exits, so a killed writer never leaves the shard locked."""
-    try:
-        import fcntl
-    except ImportError:  # no flock here (Windows): one writer at a time is the user's to keep
-        yield
-        return
-    directory = Path(directory)
-    _, lock = _places(directory)
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    descriptor = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
-    try:
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(descriptor, 64, 0).decode("ascii", "replace").strip() or "unknown"
-            raise ShardBusy(
-                f"{directory}: another writer (process {holder}) is writing this shard; "
-                f"try again when it has finished (lock {lock})"
-            ) from None
-        os.ftruncate(descriptor, 0)
-        os.pwrite(descriptor, f"{os.getpid()}\n".encode("ascii"), 0)
-        yield
-    finally:
-        os.close(descriptor)  # releases the lock; the file stays (removing it would race)
-
-
-def write_shard(
-    index: Index, directory: str | os.PathLike[str], model: StaticModel | None = None, *, lock: bool = True
-) -> dict[str, int]:
-    """Write the shard of ``index`` and switch ``directory`` to it atomically (see the module's
-    notes): the previous shard stays whole until the new one has been written, synced and
-    checked (against ``model`` too, when given). ``lock=False`` when the caller already holds
-    ``shard_lock(directory)``. Returns each file's size in bytes."""
-    directory = Path(directory)
-    files = shard_files(index)
-    with shard_lock(directory) if lock else nullcontext():
-        _write_and_switch(directory, files, model)
-    return {name: len(data) for name, data in files.items()}
-
-
-def _write_and_switch(directory: Path, files: dict[str, bytes], model: StaticModel | None) -> None:
-    versions, _ = _places(directory)
-    previous = _current_version(directory, versions)
-    versions.mkdir(parents=True, exist_ok=True)
-    version = json.loads(files[MANIFEST])["checksum"][:16]
-    partial = versions / f".partial-{version}-{os.getpid()}"
-    earlier = _earlier_files(previous)
-    while True:
-        if partial.exists():
-            shutil.rmtree(partial)
-        _fill(partial, files, earlier)
-        try:
-            _verify(partial, files, model)
-            break
-        except ShardError as error:
-            shutil.rmtree(partial, ignore_errors=True)
-            if earlier:  # a damaged file of the previous version was linked: write every file
-                earlier = {}
-                continue
-            raise ShardError(f"{error} (the new shard failed its check; {directory} is unchanged)") from None
-    final = versions / version
-    keep = {final, previous}
-    if final.is_dir():  # the same content as a version kept (only checked folders get a version's name)
-        shutil.rmtree(partial)
-        if final == previous:  # ... as the current one: nothing to switch, nothing more to remove
-            keep |= {entry for entry in versions.iterdir() if not entry.name.startswith(".")}
-    else:
-        os.rename(partial, final)
-        _sync_folder(versions)
-    if final != previous:
-        link = directory.parent / f".{directory.name}.link-{os.getpid()}"
-        if os.path.lexists(link):
-            os.unlink(link)
-        os.symlink(os.path.relpath(final, directory.parent), link)
-        if directory.is_dir() and not directory.is_symlink():  # an older cellar's plain folder
-            previous = versions / f"folder-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
-            os.rename(directory, previous)
-        os.replace(link, directory)
-        _sync_folder(directory.parent)
-        keep.add(previous)
-    _tidy(directory, versions, keep)
-
-
-def _current_version(directory: Path, versions: Path) -> Path | None:
-    """The version folder ``directory`` links to now (None for none); a place that is neither a
-    link, nor a shard folder, nor an empty folder is refused rather than replaced."""
-    if directory.is_symlink():
-        target = Path(os.path.normpath(directory.parent / os.readlink(directory)))
-        return target if target.parent == versions else None
-    if directory.is_dir():
-        if (directory / MANIFEST).is_file() or not any(directory.iterdir()):
-            return None
-        raise ShardError(f"{directory}: a folder that holds no shard ({MANIFEST} missing): not replaced")
-    if directory.exists():
-        raise ShardError(f"{directory}: not a folder: not replaced")
-    return None
-
-
-def _fill(partial: Path, files: dict[str, bytes], earlier: dict[str, Path]) -> None:
-    """Write (or link from ``earlier``) every file of the new version into ``partial``, synced."""
-    folders = sorted({(partial / name).parent for name in files})
-    for folder in folders:
-        folder.mkdir(parents=True, exist_ok=True)
-    listed = _listed(json.loads(files[MANIFEST]), files.__getitem__)
-    for name, data in files.items():
-        same = earlier.get(listed[name]["sha256"]) if name in listed else None
-        if same is None or not _link(same, partial / name):
-            _write_file(partial / name, data)
-    for folder in folders:
-        _sync_folder(folder)
-
-
-def _earlier_files(previous: Path | None) -> dict[str, Path]:
-    """The files of the current version by SHA-256, as its manifest lists them (empty when there
-    is none or it cannot be read): an incremental build links the unchanged ones (most fragments)
-    rather than writing and syncing them again. The new version is checked whole all the same."""
-    if previous is None:
-        return {}
-    try:
-        manifest = json.loads((previous / MANIFEST).read_text(encoding="utf-8"))
-        listed = _listed(manifest, lambda name: (previous / name).read_bytes())
-        return {entry["sha256"]: previous / name for name, entry in listed.items()}
-    except (OSError, EOFError, zlib.error, ValueError, KeyError, TypeError, AttributeError):
-        return {}
-
-
-def _listed(manifest: dict[str, Any], read: Callable[[str], bytes]) -> dict[str, dict[str, Any]]:
-    """Every file of a shard with its size and SHA-256: the manifest's, and the containers' from
-    its notebook table (read with ``read``)."""
-    return {**manifest["files"], **NotebookTable(gzip.decompress(read(manifest["table"]))).files()}
-
-
-def _link(source: Path, target: Path) -> bool:
-    """A hard link to a file of the previous version (whose bytes were synced when it was
-    written); False where links cannot be made (then the file is written)."""
-    try:
-        os.link(source, target)
-    except OSError:
-        return False
-    return True
-
-
-def _write_file(path: Path, data: bytes) -> None:
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(descriptor, view) :]
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
-
-
-def _sync_folder(folder: Path) -> None:
-    """Make a folder's entries (new files, a rename) durable; a no-op where folders cannot be opened."""
-    try:
-        descriptor = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(descriptor)
-    except OSError:
-        pass
-    finally:
-        os.close(descriptor)
-
-
-def _verify(folder: Path, files: dict[str, bytes], model: StaticModel | None) -> None:
-    """Open the written folder as a reader would: the manifest, then every file it lists."""
-    shard = open_shard(folder, model)
-    shard.check_all()
-    on_disk = {path.relative_to(folder).as_posix() for path in folder.rglob("*") if path.is_file()}
-    if on_disk != set(files):
-        raise ShardError(f"{folder}: holds {sorted(on_disk ^ set(files))} against its manifest")
-
-
-def _tidy(directory: Path, versions: Path, keep: set[Path | None]) -> None:
-    """Remove every version but the current and the previous one, partial folders that killed
-    writers left, and their unused links (the lock is held: no writer is using them)."""
-    for entry in versions.iterdir():
-        if entry in keep:
-            continue
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry)
-        else:
-            entry.unlink()
-    for link in directory.parent.glob(f".{directory.name}.link-*"):
-        link.unlink()
 
 
 class Shard:
