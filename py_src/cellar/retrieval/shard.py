@@ -60,7 +60,7 @@ PARTITION_POSTINGS = 4096  # postings per terms partition (a term is never split
 # shrinks: at 41,000 notebooks a question decodes about 7 MB of partitions and clusters, which,
 # all kept, would grow the tab by that much for every question asked.
 DECODED_BYTES = 48 << 20
-TERM_BYTES, RECORD_BYTES = 200, 1000  # about what a term's postings entry and a chunk record take as objects
+TERM_BYTES, RECORD_BYTES = 400, 1000  # about what a term's postings entry and a chunk record take as objects
 
 
 class ShardError(ValueError):
