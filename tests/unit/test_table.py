@@ -117,6 +117,8 @@ def test_distinct_values_come_with_their_first_notebook():
         ("meta.project", lambda e: e["meta"].get("project")),
         ("path", lambda e: e["path"]),
         ("meta.fields", lambda e: e["meta"].get("fields")),
+        ("cells", lambda e: e["cells"]),
+        ("meta.no-such-key", lambda e: None),
     ]:
         expected: dict[str, tuple] = {}
         for n, entry in enumerate(entries):

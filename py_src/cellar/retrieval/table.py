@@ -202,10 +202,13 @@ class NotebookTable(Sequence[dict[str, Any]]):
         """The distinct values of column ``name`` (None included), each with the first notebook
         that has it, in the notebooks' order."""
         spec = self._specs.get(name)
-        if spec is not None and spec["encoding"] == "values":
-            codes, first = np.unique(self._arrays[f"{name}.codes"], return_index=True)
-            found = sorted(zip(first.tolist(), codes.tolist()))
-            return [(spec["values"][code], n) for n, code in found]
+        if spec is None:
+            return [(None, 0)] if self._rows else []
+        if spec["encoding"] in ("values", "int"):
+            key = self._arrays[f"{name}.codes" if spec["encoding"] == "values" else f"{name}.int"]
+            found, first = np.unique(key, return_index=True)
+            value = spec["values"].__getitem__ if spec["encoding"] == "values" else int
+            return [(value(k), n) for n, k in sorted(zip(first.tolist(), found.tolist()))]
         seen: dict[str, tuple[Any, int]] = {}
         for n, value in enumerate(self.column(name)):
             seen.setdefault(canonical(value).decode("utf-8"), (value, n))
