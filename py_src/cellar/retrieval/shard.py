@@ -14,6 +14,7 @@ of notebooks, not of chunks.
                                   today's precomputed score matrix holds: the CSC slice of those
                                   columns); df is the length of a term's postings
     clusters/<hash>.bin.gz        an IVF cluster: its chunk rows, kinds, int8 codes and scales
+    documents/<hash>.json.gz      a document's published view (its text and blocks): the viewer's
     notebooks/<hash>.bin.gz       a notebook's container: its chunk records, int8 vectors, scales
 
 Every file but the manifest is gzip-compressed (deterministically: no time stamp) and named by
@@ -166,6 +167,8 @@ def shard_files(
         arrays = {"rows": rows, "kinds": kinds[rows], "codes": index.vectors[rows], "scales": index.scales[rows]}
         cluster_files.append(add("clusters", pack(arrays, {"cluster": c})))
     centroid_file = add("dense", pack({"centroids": centroids.astype(np.float16)}))
+    # Each document's published view (its text and blocks, for the site's document viewer).
+    documents = {path: added("documents", data, "json") for path, data in sorted(index.documents.items())}
 
     notebooks, containers = [], []
     for entry, compressed in zip(index.notebooks, index.containers):
@@ -196,6 +199,7 @@ def shard_files(
         "lexical": {"first": lexical_first, "files": lexical_files, "postings": partition_postings},
         "dense": {"centroids": centroid_file, "files": cluster_files, "nprobe": nprobe, "recall@50": recall},
         "boot": [centroid_file, table_file],
+        "documents": documents,  # path -> its published view (listed in files)
         "bytes": sum(len(data) for data in files.values()),  # the whole shard but the manifest
         # every file but the containers, which the table lists
         "files": {name: _described(data) for name, data in files.items() if name not in container_files},
@@ -400,6 +404,43 @@ def _tidy(directory: Path, versions: Path, keep: set[Path | None]) -> None:
         link.unlink()
 
 
+def checked_manifest(data: bytes, source: str) -> dict[str, Any]:
+    """The manifest of the shard at `source` from its bytes, once its checksum and format hold."""
+    where = f"{source}/{MANIFEST}"
+    try:
+        manifest = json.loads(data)
+        claimed = manifest.pop("checksum")
+    except (UnicodeDecodeError, json.JSONDecodeError, KeyError, AttributeError, TypeError) as error:
+        raise ShardError(f"{where}: damaged, not a shard manifest ({error})") from None
+    if manifest.get("format") != FORMAT:
+        raise ShardError(
+            f"{where}: shard format {manifest.get('format')!r}, this cellar reads format {FORMAT}: "
+            "index the archive again with `cellar index`"
+        )
+    if revision(canonical(manifest)) != claimed:
+        raise ShardError(f"{where}: damaged (its checksum does not match its content)")
+    missing = [key for key in MANIFEST_KEYS if not isinstance(manifest.get(key), dict | list)]
+    if missing:
+        raise ShardError(f"{where}: damaged, not a shard manifest (missing {', '.join(missing)})")
+    return manifest
+
+
+def checked_file(name: str, data: bytes, expected: dict[str, Any] | None, source: str) -> bytes:
+    """A shard file's bytes once they match `expected` (its bytes and SHA-256), decompressed."""
+    if expected is None:
+        raise ShardError(f"{source}/{name}: not listed in {MANIFEST} or its table")
+    digest = revision(data)
+    if len(data) != expected["bytes"] or digest != expected["sha256"]:
+        raise ShardError(
+            f"{source}/{name}: damaged or replaced (SHA-256 mismatch: the file has {digest}, "
+            f"{len(data)} bytes; {MANIFEST} records {expected['sha256']}, {expected['bytes']} bytes)"
+        )
+    try:
+        return gzip.decompress(data)
+    except (OSError, EOFError, zlib.error) as error:
+        raise ShardError(f"{source}/{name}: damaged, not gzip data ({error})") from None
+
+
 class Shard:
     """An opened, checked shard: its manifest and boot files (the centroids). Partitions,
     clusters and containers are read (checked, and kept) when a search first needs them.
@@ -459,24 +500,7 @@ class Shard:
     # -- reading and checking ------------------------------------------------------------------
 
     def _manifest(self) -> dict[str, Any]:
-        where = f"{self.source}/{MANIFEST}"
-        data = self._bytes(MANIFEST)
-        try:
-            manifest = json.loads(data)
-            claimed = manifest.pop("checksum")
-        except (UnicodeDecodeError, json.JSONDecodeError, KeyError, AttributeError, TypeError) as error:
-            raise ShardError(f"{where}: damaged, not a shard manifest ({error})") from None
-        if manifest.get("format") != FORMAT:
-            raise ShardError(
-                f"{where}: shard format {manifest.get('format')!r}, this cellar reads format {FORMAT}: "
-                "index the archive again with `cellar index`"
-            )
-        if revision(canonical(manifest)) != claimed:
-            raise ShardError(f"{where}: damaged (its checksum does not match its content)")
-        missing = [key for key in MANIFEST_KEYS if not isinstance(manifest.get(key), dict | list)]
-        if missing:
-            raise ShardError(f"{where}: damaged, not a shard manifest (missing {', '.join(missing)})")
-        return manifest
+        return checked_manifest(self._bytes(MANIFEST), self.source)
 
     def _table(self) -> NotebookTable:
         """The notebook table (a boot file): every notebook's entry, container and its checksum."""
@@ -507,19 +531,8 @@ class Shard:
     def _checked(self, name: str) -> bytes:
         """The file's bytes once they match the manifest's SHA-256, decompressed."""
         expected = self._expected(name)
-        if expected is None:
-            raise ShardError(f"{self.source}/{name}: not listed in {MANIFEST} or its table")
-        data = self._bytes(name)
-        digest = revision(data)
-        if len(data) != expected["bytes"] or digest != expected["sha256"]:
-            raise ShardError(
-                f"{self.source}/{name}: damaged or replaced (SHA-256 mismatch: the file has {digest}, "
-                f"{len(data)} bytes; {MANIFEST} records {expected['sha256']}, {expected['bytes']} bytes)"
-            )
-        try:
-            return gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as error:
-            raise ShardError(f"{self.source}/{name}: damaged, not gzip data ({error})") from None
+        data = self._bytes(name) if expected is not None else b""
+        return checked_file(name, data, expected, self.source)
 
     def _unpacked(self, name: str, needed: Sequence[str] = ()) -> tuple[Any, dict[str, np.ndarray]]:
         if name not in self._cache:
@@ -570,9 +583,12 @@ class Shard:
         for n in range(len(self.notebooks)):
             self.container(n)
             self._forget()
-        named = {*self.lexical_files, *self.cluster_files, *self.containers, self.manifest["dense"]["centroids"]}
+        documents = list(self.manifest.get("documents", {}).values())
+        for name in documents:  # the published documents (cellar.retrieval.published reads them)
+            self._checked(name)
+        named = {*self.lexical_files, *self.cluster_files, *self.containers, *documents, self.table_file}
         files = set(self.files)
-        if named | {self.table_file} != files:
+        if named | {self.manifest["dense"]["centroids"]} != files:
             raise ShardError(f"{self.source}/{MANIFEST}: lists files no table names ({sorted(named ^ files)})")
 
     # -- lexical ---------------------------------------------------------------------------------
