@@ -1,0 +1,162 @@
+"""Which block of a document answers: the order of a document's hits.
+
+A document's chunks come scored by the rankers (BM25 and the embedding, fused as for any entry),
+and within one report that score often prefers the wrong block: the one that repeats the
+question's words (a scope paragraph that announces "the mooring lines at the exposed berth", a
+conclusion that says "the ballast capacity meets ...") over the one that holds what is asked
+("moored with eight lines", "two ballast pumps of 250 m3/h"). So, for a document, each block is
+scored again with evidence of its own (``order_blocks``):
+
+- **block evidence**: the share of the question's terms the block holds, each weighed by how
+  rare it is among the document's blocks (a term in every block, such as the report's title in
+  every heading path, tells no block from another and weighs nothing). Terms that name the
+  document (in its title or path: a project number) chose the document, not the block, and are
+  left out; so is the quantity a question asks for (``capacity`` in "what capacity ...": the
+  answer states a number, not the word). A Dutch question counts its English reading's terms too.
+- **the asked quantity** (``asked``): a question that asks "how many X" is answered by a block
+  that counts X (a number, in digits or words, a few words before X); "how much / how long /
+  how often", or "what / which <quantity noun>" (capacity, pressure, design wind, ...), by a block
+  that holds a number with a unit. Such a block gets ``QUANTITY_WEIGHT``: a block that cannot
+  answer a quantity question comes after one that can.
+
+The block's score is its fused score + ``EVIDENCE_WEIGHT`` x its evidence + the quantity
+weight. Only document entries (chunks with a citation) are reordered; notebooks keep
+``cellar.retrieval.answer_cell``'s order. (Weights set a priori, not fitted; see the README.)
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+EVIDENCE_WEIGHT = 0.5
+QUANTITY_WEIGHT = 1.0
+
+# Nouns that name a quantity (English, and Dutch as the end of a compound: `ontwerpwind`,
+# `inschakelvermogen`): "what <noun>" asks for a number with a unit.
+QUANTITY_NOUNS = frozenset(
+    "capacity capacities volume volumes pressure tension load loads force speed velocity wind flow rate power "
+    "current voltage temperature length width height depth draught draft diameter cross-section size weight mass "
+    "density area period interval frequency duration distance margin rating amount quantity percentage torque "
+    "resistance displacement stress strain".split()
+)
+DUTCH_QUANTITY_ENDINGS = tuple(
+    "capaciteit inhoud volume druk spanning belasting kracht snelheid wind debiet vermogen stroom temperatuur "
+    "lengte breedte hoogte diepte diepgang diameter doorsnede grootte gewicht massa dichtheid oppervlakte periode "
+    "interval frequentie duur afstand marge waarde koppel weerstand".split()
+)
+_COUNT = re.compile(r"\b(?:how\s+many|hoeveel)\s+([\w-]+(?:\s+[\w-]+)?)", re.IGNORECASE)
+_MEASURE = re.compile(
+    r"\b(?:how\s+(?:much|large|big|high|long|often|heavy|fast|far|deep|wide)|hoe\s+(?:groot|hoog|lang|vaak|zwaar|"
+    r"snel|ver|diep|breed))\b",
+    re.IGNORECASE,
+)
+_WHAT = re.compile(
+    r"\b(?:what|which|welke|wat\s+(?:is|zijn|was|waren)\s+de)\s+((?:[\w-]+\s+){0,2}[\w-]+)", re.IGNORECASE
+)
+NUMBER_WORDS = (
+    "one two three four five six seven eight nine ten eleven twelve twenty hundred "
+    "een twee drie vier vijf zes zeven acht negen tien elf twaalf twintig honderd"
+).split()
+_NUMBER = r"(?:\d+(?:[.,]\d+)?|" + "|".join(NUMBER_WORDS) + r")"
+# A number with a unit: 250 m3/h, 25 m/s, 16 mm2, 65 kA, 0.4 mm, 12 months, 40 % (not a section
+# number before its title: `2.2 Environmental loads`).
+UNITS = (
+    "m3/h m3/s l/s l/min m/s mm/s km/h kn knots mm2 cm2 m2 m3 µm mm cm m km l kg t g kN MN N kNm Nm V kV A kA mA "
+    "W kW MW kVA MVA VA Hz kHz bar mbar Pa kPa MPa °C °F K % rpm dB MΩ kΩ Ω s ms min h hours hour minutes days "
+    "weeks months years uur minuten dagen weken maanden jaar"
+).split()
+_MEASURED = re.compile(
+    r"(?<![\w.-])\d+(?:[.,]\d+)?\s?(?:"
+    + "|".join(re.escape(unit) for unit in sorted(UNITS, key=len, reverse=True))
+    + r")(?![\w/])"
+)
+_WORD = re.compile(r"[\w-]+")
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What a question asks of a block: ``count`` (the words of "how many X": a block answers
+    with a number a few words before X) or ``measure`` (a number with a unit); ``attribute``:
+    the words that name the quantity asked (left out of the block evidence)."""
+
+    count: tuple[str, ...] = ()
+    measure: bool = False
+    attribute: tuple[str, ...] = ()
+
+
+def asked(query: str) -> Asked:
+    """What ``query`` asks for (see ``Asked``)."""
+    count = _COUNT.search(query)
+    if count:
+        return Asked(count=tuple(count.group(1).casefold().split()))
+    attribute = tuple(
+        word
+        for match in _WHAT.finditer(query)
+        for word in match.group(1).casefold().split()
+        if word in QUANTITY_NOUNS or word.endswith(DUTCH_QUANTITY_ENDINGS)
+    )
+    return Asked(measure=bool(attribute) or bool(_MEASURE.search(query)), attribute=attribute)
+
+
+def holds_quantity(quote: str, question: Asked, analyse: Callable[[str], list[str]]) -> bool:
+    """Whether ``quote`` holds what ``question`` asks: a count of its noun, or a measured number."""
+    if question.count:
+        counted = {term for word in question.count for term in analyse(word)}
+        words = _WORD.findall(quote.casefold())
+        for i, word in enumerate(words):
+            if re.fullmatch(_NUMBER, word) and any(counted & set(analyse(w)) for w in words[i + 1 : i + 4]):
+                return True
+        return False
+    return question.measure and bool(_MEASURED.search(quote))
+
+
+def block_terms(
+    terms: Iterable[str],
+    held_by: Mapping[str, Sequence[str]] | None,
+    question: Asked,
+    analyse: Callable[[str], list[str]],
+) -> tuple[str, ...]:
+    """The terms a block's evidence counts: the question's, and a Dutch question's English
+    reading of each (``held_by``: a Dutch term -> its English terms), but for the words that name
+    the quantity asked, in either language."""
+    attribute = {term for word in question.attribute for term in analyse(word)}
+    english = [term for dutch, terms_of in (held_by or {}).items() if dutch not in attribute for term in terms_of]
+    return tuple(dict.fromkeys(term for term in (*terms, *english) if term not in attribute))
+
+
+def order_blocks(
+    chunks: Sequence[tuple[int, float]],
+    records: Sequence[Mapping[str, Any]],
+    start: int,
+    terms: Iterable[str],
+    question: Asked,
+    analyse: Callable[[str], list[str]],
+    naming: str,
+) -> list[tuple[int, float]]:
+    """A document's candidate chunks (row, fused score), best first, reordered by block score
+    (see the module docstring). ``records``: the document's chunk records (row ``start + i`` is
+    ``records[i]``); ``terms``: the question's analysed terms (a Dutch one's English reading's
+    too); ``naming``: the document's title and path. A block no ranker returned joins when its
+    own evidence or quantity speaks for it."""
+    dropped = {term for word in question.attribute for term in analyse(word)} | set(analyse(naming))
+    wanted = set(terms) - dropped
+    held = [set(analyse(record["text"])) for record in records]
+    n = len(records)
+    frequency = {term: sum(term in block for block in held) for term in wanted}
+    weight = {term: math.log(1 + n / df) for term, df in frequency.items() if 0 < df < n}
+    total = sum(weight.values())
+    fused = dict(chunks)
+    scored = []
+    for i, record in enumerate(records):
+        evidence = sum(weight[t] for t in held[i] & weight.keys()) / total if total else 0.0
+        quantity = holds_quantity(record["quote"], question, analyse) if question.count or question.measure else False
+        own = EVIDENCE_WEIGHT * evidence + (QUANTITY_WEIGHT if quantity else 0.0)
+        row = start + i
+        if row in fused or own > 0:
+            scored.append((row, fused.get(row, 0.0) + own))
+    scored.sort(key=lambda chunk: (-chunk[1], chunk[0]))
+    return scored
