@@ -62,8 +62,8 @@ import numpy as np
 from cellar.records import KINDS, Answer, Hit, NeighbourhoodEntry, NotebookResult
 from cellar.retrieval.analysis import Analyzer
 from cellar.retrieval.answer_cell import intent, order_hits
-from cellar.retrieval.blocks import Asked, asked, block_terms, order_blocks
 from cellar.retrieval.bilingual import QUESTION_WORDS, Reading, Translator, load_table, read_in_english
+from cellar.retrieval.blocks import Asked, asked, block_terms, order_blocks
 from cellar.retrieval.context import TEXT_LIMIT, section_context
 from cellar.retrieval.embedding import StaticModel
 from cellar.retrieval.filters import Filters
