@@ -62,3 +62,15 @@ def test_a_dutch_questions_english_reading_counts_but_not_for_the_asked_quantity
     held_by = {"capaciteit": ("capac",), "ballastpomp": ("ballast", "pump")}
     terms = block_terms(["capaciteit", "ballastpomp"], held_by, question, analyse)
     assert terms == ("ballastpomp", "ballast", "pump")
+
+
+def test_the_known_share_weighs_the_words_no_file_uses_and_not_the_asking_words():
+    from cellar.retrieval.blocks import known_share
+
+    vocabulary = {"ballast", "water", "treatment", "unit", "pump"}
+    weighted = [(3.0, "warranti"), (3.0, "period"), (1.0, "ballast"), (1.0, "water"), (1.5, "treatment")]
+    assert known_share(weighted, vocabulary.__contains__, None, analyse) == round(3.5 / 9.5, 4)
+    # asking words weigh nothing; a Dutch word is known through its English reading
+    dutch = [(2.0, "welk"), (3.0, "ballastpomp"), (1.0, "pump")]
+    assert known_share(dutch, vocabulary.__contains__, {"ballastpomp": ("ballast", "pump")}, analyse) == 1.0
+    assert known_share([], vocabulary.__contains__, None, analyse) == 1.0

@@ -160,3 +160,31 @@ def order_blocks(
             scored.append((row, fused.get(row, 0.0) + own))
     scored.sort(key=lambda chunk: (-chunk[1], chunk[0]))
     return scored
+
+
+# Words that ask rather than name what is asked about (English and Dutch): they tell nothing of
+# whether an archive could answer, so the share of known words leaves them out.
+ASKING_WORDS = (
+    "what which how many much often long must may might where when why who whom whose shall should does do did is "
+    "are was were can could would will waar welke welk hoeveel wanneer waarom hoe wie wat moet moeten mag kan"
+).split()
+
+
+def known_share(
+    weighted: Iterable[tuple[float, str]],
+    knows: Callable[[str], bool],
+    held_by: Mapping[str, Sequence[str]] | None,
+    analyse: Callable[[str], list[str]],
+) -> float:
+    """The refusal's ``known`` evidence: the idf-weighted share of the question's words (asking
+    words left out) that the archive knows at all, a Dutch word known when one of its English
+    translations is. A question about what no file ever mentions (the `warranty period` of a unit
+    a report describes, the `paint system` of its holds) names words the archive never uses,
+    however many of its other words a report shares; 1.0 when no word is left."""
+    asking = {term for word in ASKING_WORDS for term in (*analyse(word), word)}
+    pairs = [(w, t) for w, t in weighted if t not in asking]
+    total = sum(w for w, _ in pairs)
+    if not total:
+        return 1.0
+    found = sum(w for w, t in pairs if knows(t) or any(knows(e) for e in (held_by or {}).get(t, ())))
+    return round(found / total, 4)
