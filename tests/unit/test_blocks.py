@@ -74,3 +74,11 @@ def test_the_known_share_weighs_the_words_no_file_uses_and_not_the_asking_words(
     dutch = [(2.0, "welk"), (3.0, "ballastpomp"), (1.0, "pump")]
     assert known_share(dutch, vocabulary.__contains__, {"ballastpomp": ("ballast", "pump")}, analyse) == 1.0
     assert known_share([], vocabulary.__contains__, None, analyse) == 1.0
+
+
+def test_a_measured_number_in_symbols_unit_words_or_number_words():
+    measure = asked("how often must the valves be inspected")
+    for quote in ("in 24 seconds", "2,800 l/h each", "at least every 5 years", "set at 172 bar"):
+        assert holds_quantity(quote, measure, analyse), quote
+    for quote in ("4 of the plates were renewed", "see 2.2 Acceptance", "project 19-031"):
+        assert not holds_quantity(quote, measure, analyse), quote
