@@ -35,12 +35,27 @@ async function show() {
   const place = (names) => Object.fromEntries(names.map((name) => [`${SHARD_DIR}/${name}`, new URL(name, shardUrl).href]));
   // Round one places the manifest (Python names the document's file); round two, that file.
   let files = place(["manifest.json"]);
+  const fetched = [];
   for (let round = 0; round < 2; round++) {
     const view = await cellar.callWith({ files }, "cellar.site.bridge", "document_view", path, SHARD_DIR);
-    if (!view.fetch) return draw(view);
+    fetched.push(...Object.values(files));
+    if (!view.fetch) {
+      keep(fetched);
+      return draw(view);
+    }
     files = place(view.fetch);
   }
   throw new Error("the document's file could not be placed in Python's file system");
+}
+
+// Ask the offline copy (sw.js) to keep the files this view read (the worker's fetches bypass a
+// service worker that came after it; of a large shard only the boot files are kept at install):
+// a document opened once opens offline. The service worker keeps only files the manifest lists.
+function keep(urls) {
+  if (!("serviceWorker" in navigator)) return;
+  navigator.serviceWorker.getRegistration(new URL("./", location.href).href).then((registration) => {
+    registration?.active?.postMessage({ type: "keep", urls });
+  }, () => {});
 }
 
 // The block that holds the quote [quoteStart, quoteEnd): the first whose span contains its start.
