@@ -121,3 +121,58 @@ def test_a_pdf_block_shows_its_page_and_heading_path(page, site_url, site):
     expect(cited).to_contain_text("2 Mooring lines > 2.3 Line loads")
     expect(cited.locator("mark")).to_have_text(view["text"][block["start"] : block["end"]])
     expect(page.locator("#extracted-note")).to_contain_text("extracted from this PDF")
+
+
+HOSTILE = """# Report <img src=x onerror="window.pwned=1">
+
+## 1 Scope <script>window.pwned=2</script>
+
+The <b>pump</b> <iframe srcdoc="<script>parent.pwned=3</script>"></iframe> delivers 250 m3/h.
+<a href="javascript:window.pwned=4">click</a> <svg onload="window.pwned=5"></svg>
+"""
+HOSTILE_NOTES = (
+    'id,machine,text\nX-1,"<img src=x onerror=window.pwned=6>","seal <script>window.pwned=7</script> leaking"\n'
+)
+
+
+def test_hostile_document_text_is_shown_as_text_and_runs_nothing(browser, site, tmp_path):
+    """A report and a note whose text and fields are HTML payloads: the viewer shows them as the
+    characters they are, and no element, handler or script of theirs exists or runs."""
+    from tests.browser.conftest import site_around
+
+    from cellar.retrieval.embedding import default_model
+    from cellar.retrieval.index import build_index_from_directory
+    from cellar.retrieval.shard import write_shard
+
+    archive = tmp_path / "archive"
+    archive.mkdir()
+    (archive / "hostile.md").write_text(HOSTILE, encoding="utf-8")
+    (archive / "hostile.records.csv").write_text(HOSTILE_NOTES, encoding="utf-8")
+    root = tmp_path / "root"
+    root.mkdir()
+    write_shard(build_index_from_directory(archive, default_model()).index, root / "shard")
+    site_around(site, root)
+    server = serve_in_background(root)
+    context = browser.new_context(service_workers="block")
+    page = context.new_page()
+    try:
+        base = f"http://127.0.0.1:{server.server_port}/"
+        at = HOSTILE.index("The <b>pump</b>")
+        for path, start, shown in (
+            ("hostile.md", at, '<iframe srcdoc="<script>parent.pwned=3</script>"></iframe>'),
+            ("hostile.records.csv", 0, "seal <script>window.pwned=7</script> leaking"),
+        ):
+            page.goto(f"{base}document.html?path={quote(path)}&start={start}&end={start + 5}")
+            wait_for(page, "document.body.dataset.rendered === 'true'", timeout=BOOT_TIMEOUT_MS)
+            expect(page.locator(".doc-block.cited")).to_contain_text(shown)
+            assert (
+                page.locator("#blocks img, #blocks script, #blocks iframe, #blocks svg, #blocks a, #blocks b").count()
+                == 0
+            )
+            assert page.evaluate("window.pwned") is None
+        expect(page.locator(".doc-block.cited .note-fields")).to_contain_text("<img src=x onerror=window.pwned=6>")
+        expect(page.locator("#title")).to_have_text("hostile.records.csv")
+    finally:
+        context.close()
+        server.shutdown()
+        server.server_close()
