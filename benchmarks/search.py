@@ -23,8 +23,9 @@ from cellar.rerender.pyodide_host import PyodideHost
 from cellar.retrieval.embedding import default_model_dir, load_model
 from cellar.retrieval.evaluation import read_gold
 from cellar.retrieval.index import build_index_from_directory
+from cellar.retrieval.publish import write_shard
 from cellar.retrieval.search import Searcher
-from cellar.retrieval.shard import open_shard, write_shard
+from cellar.retrieval.shard import open_shard
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = default_model_dir()

@@ -40,7 +40,8 @@ from cellar.retrieval.embedding import default_model
 from cellar.retrieval.evaluation import evaluate, read_gold
 from cellar.retrieval.index import build_index_from_directory
 from cellar.retrieval.search import DEPTH, Searcher
-from cellar.retrieval.shard import MANIFEST, Shard, shard_files
+from cellar.retrieval.shard import MANIFEST, Shard
+from cellar.retrieval.sharding import shard_files
 from cellar.retrieval.sources import cosines
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -142,7 +142,7 @@ def test_hostile_document_text_is_shown_as_text_and_runs_nothing(browser, site, 
 
     from cellar.retrieval.embedding import default_model
     from cellar.retrieval.index import build_index_from_directory
-    from cellar.retrieval.shard import write_shard
+    from cellar.retrieval.publish import write_shard
 
     archive = tmp_path / "archive"
     archive.mkdir()

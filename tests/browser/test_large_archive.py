@@ -26,8 +26,9 @@ from tests.browser.conftest import (
 from cellar.ingest.synth import generate_archive
 from cellar.retrieval.embedding import default_model, default_model_dir
 from cellar.retrieval.index import build_index_from_directory
+from cellar.retrieval.publish import write_shard
 from cellar.retrieval.search import Searcher
-from cellar.retrieval.shard import open_shard, write_shard
+from cellar.retrieval.shard import open_shard
 from cellar.site.server import serve_in_background
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,8 +11,10 @@ import shutil
 
 from cellar.retrieval.embedding import default_model_dir, load_model
 from cellar.retrieval.index import build_index
+from cellar.retrieval.publish import write_shard
 from cellar.retrieval.search import Filters, Searcher
-from cellar.retrieval.shard import Shard, shard_files, write_shard
+from cellar.retrieval.shard import Shard
+from cellar.retrieval.sharding import shard_files
 from cellar.site import bridge
 
 MODEL = default_model_dir()

@@ -13,8 +13,9 @@ from tests.unit.conftest import demo_documents_writers
 
 from cellar.retrieval.embedding import default_model_dir, load_model
 from cellar.retrieval.index import build_index_from_directory
+from cellar.retrieval.publish import write_shard
 from cellar.retrieval.search import Filters, Searcher
-from cellar.retrieval.shard import open_shard, write_shard
+from cellar.retrieval.shard import open_shard
 
 writers = demo_documents_writers()
 

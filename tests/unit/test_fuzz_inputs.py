@@ -29,7 +29,8 @@ from cellar.ingest.chunking import chunk_file, chunk_notebook
 from cellar.ingest.notebook import read_notebook
 from cellar.retrieval.embedding import default_model_dir, load_model
 from cellar.retrieval.index import build_index_from_directory
-from cellar.retrieval.shard import open_shard, write_shard
+from cellar.retrieval.publish import write_shard
+from cellar.retrieval.shard import open_shard
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = [ROOT / "tests" / "fixtures" / "notebooks", ROOT / "demo" / "archive"]

@@ -22,7 +22,7 @@ from cellar.retrieval import scheduler
 from cellar.retrieval.embedding import default_model_dir
 from cellar.retrieval.index import PSEUDO_QUESTIONS, build_index_from_directory
 from cellar.retrieval.scheduler import SchedulerError, batches
-from cellar.retrieval.shard import shard_files
+from cellar.retrieval.sharding import shard_files
 
 MODEL = str(default_model_dir())
 
@@ -198,7 +198,8 @@ def test_an_unreachable_dask_scheduler_is_a_clear_error(archive, monkeypatch):
 
 def test_a_new_shard_links_the_files_the_previous_one_holds_and_never_a_damaged_one(archive, tmp_path):
     from cellar.retrieval.embedding import load_model
-    from cellar.retrieval.shard import open_shard, write_shard
+    from cellar.retrieval.publish import write_shard
+    from cellar.retrieval.shard import open_shard
 
     model = load_model(MODEL)
     index = build_index_from_directory(archive, model).index

@@ -15,8 +15,9 @@ from tests.unit.test_document_search import NOTES, STANDARD
 from cellar.retrieval.embedding import default_model_dir, load_model
 from cellar.retrieval.index import build_index_from_directory
 from cellar.retrieval.packing import canonical, compress
+from cellar.retrieval.publish import write_shard
 from cellar.retrieval.published import published_document
-from cellar.retrieval.shard import ShardError, open_shard, write_shard
+from cellar.retrieval.shard import ShardError, open_shard
 from cellar.site.bridge import document_view
 
 writers = demo_documents_writers()

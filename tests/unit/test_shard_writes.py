@@ -27,17 +27,10 @@ from cellar.ingest.provenance import revision
 from cellar.retrieval.embedding import default_model_dir, load_model
 from cellar.retrieval.index import build_index_from_directory
 from cellar.retrieval.packing import canonical
+from cellar.retrieval.publish import shard_lock, write_shard
 from cellar.retrieval.search import Searcher
-from cellar.retrieval.shard import (
-    MANIFEST,
-    Shard,
-    ShardBusy,
-    ShardError,
-    open_shard,
-    shard_files,
-    shard_lock,
-    write_shard,
-)
+from cellar.retrieval.shard import MANIFEST, Shard, ShardBusy, ShardError, open_shard
+from cellar.retrieval.sharding import shard_files
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "tests" / "fixtures" / "notebooks"

@@ -54,9 +54,10 @@ from cellar.ingest.metadata import parse_rules
 from cellar.retrieval.embedding import ModelError, StaticModel, default_model_dir, load_model
 from cellar.retrieval.evaluation import calibrate, read_gold
 from cellar.retrieval.index import build_index_from_directory
+from cellar.retrieval.publish import shard_lock, write_shard
 from cellar.retrieval.scheduler import check_scheduler
 from cellar.retrieval.search import Searcher
-from cellar.retrieval.shard import ShardBusy, ShardError, shard_lock, write_shard
+from cellar.retrieval.shard import ShardBusy, ShardError
 
 GLOSSARY_FILE = "glossary.json"  # an archive's own glossary, at its root
 

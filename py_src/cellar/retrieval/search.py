@@ -310,17 +310,8 @@ class Searcher:
         if filters not in self._allowed_cache:
             if len(self._allowed_cache) > 32:
                 self._allowed_cache.clear()
-            self._allowed_cache[filters] = self._allowed_now(filters)
+            self._allowed_cache[filters] = filters.mask(self.source.table)
         return self._allowed_cache[filters]
-
-    def _allowed_now(self, filters: Filters) -> np.ndarray:
-        mask = 0
-        for kind in filters.kinds:
-            mask |= 1 << KINDS.index(kind)
-        return np.array(
-            [filters.notebook_allowed(nb) and (not mask or bool(_kinds_mask(nb) & mask)) for nb in self.notebooks],
-            dtype=bool,
-        ).reshape(-1)
 
     def _rank(
         self,
@@ -631,11 +622,6 @@ def _kinds_table(
         return np.zeros(0, np.int64), np.zeros(0, np.uint8), 0.0
     keys, first = np.unique(np.concatenate(rows), return_index=True)
     return keys, np.concatenate(kinds)[first], 0.0
-
-
-def _kinds_mask(entry: Mapping[str, Any]) -> int:
-    """A notebook's kind bitmask (bit i: a chunk of KINDS[i]); an entry without one has all."""
-    return int(entry.get("kinds", (1 << len(KINDS)) - 1))
 
 
 def _notebook_scores(owners: Sequence[int], kinds: Sequence[int], scores: Sequence[float]) -> dict[int, float]:

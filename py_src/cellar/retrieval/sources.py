@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from cellar.retrieval.index import Index
+from cellar.retrieval.table import NotebookTable
 
 
 def cosines(vectors: np.ndarray, query_vectors: np.ndarray) -> np.ndarray:
@@ -34,6 +35,7 @@ class MemorySource:
     def __init__(self, index: Index, fragment: Callable[[int], list[dict[str, Any]]] | None = None) -> None:
         self.index = index
         self.notebooks = index.notebooks
+        self.table = NotebookTable.of(index.notebooks)  # what filters read
         self.analyzer = index.analyzer
         self.model_id, self.model_sha256 = index.model_id, index.model_sha256
         self.calibration = index.calibration
@@ -84,7 +86,7 @@ class ShardSource:
 
     def __init__(self, shard: Any, nprobe: int | None = None) -> None:
         self.shard = shard
-        self.notebooks = shard.notebooks
+        self.notebooks = self.table = shard.notebooks
         self.analyzer = shard.analyzer
         self.model_id, self.model_sha256 = shard.model_id, shard.model_sha256
         self.calibration = shard.calibration

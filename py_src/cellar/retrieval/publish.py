@@ -1,0 +1,233 @@
+"""Publishing a shard on disk: written aside, checked, switched atomically (README, "The shard on
+disk").
+
+``write_shard(index, "build/shard")`` never touches the shard it replaces until the new one is
+whole: it writes every file (each synced) into a new folder beside it,
+``build/.shard.versions/<manifest checksum>`` (a file whose bytes the current version already holds
+is hard-linked from it, not written again), opens and checks that folder as a reader would
+(every file, the model), and only then switches ``build/shard``, a relative symbolic link, to it
+with one ``os.replace`` of a new link. A writer killed at any moment leaves the previous shard
+whole and in place; the next write removes what it left. The previous version is kept (a search
+that opened it can finish reading its files); older ones are removed, so no stale file outlives a
+smaller archive. A lock (``flock`` on ``build/.shard.lock``) refuses a second writer with
+ShardBusy. A plain folder at the place (a shard of an older cellar) is moved into the versions
+folder at the switch; a folder that holds no shard is refused, never replaced.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import time
+import zlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+from typing import Any
+
+from cellar.retrieval.embedding import StaticModel
+from cellar.retrieval.index import Index
+from cellar.retrieval.shard import MANIFEST, ShardBusy, ShardError, open_shard
+from cellar.retrieval.sharding import shard_files
+from cellar.retrieval.table import NotebookTable
+
+
+def _places(directory: Path) -> tuple[Path, Path]:
+    """The versions folder and the lock file that belong to the shard at `directory`."""
+    return directory.parent / f".{directory.name}.versions", directory.parent / f".{directory.name}.lock"
+
+
+@contextmanager
+def shard_lock(directory: str | os.PathLike[str]) -> Iterator[None]:
+    """Hold the write lock of the shard at ``directory`` (``flock`` on ``.<name>.lock`` beside
+    it), or raise ShardBusy naming the process that holds it. The kernel drops the lock when its
+    holder exits, however it exits, so a killed writer never leaves the shard locked."""
+    try:
+        import fcntl
+    except ImportError:  # no flock here (Windows): one writer at a time is the user's to keep
+        yield
+        return
+    directory = Path(directory)
+    _, lock = _places(directory)
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(descriptor, 64, 0).decode("ascii", "replace").strip() or "unknown"
+            raise ShardBusy(
+                f"{directory}: another writer (process {holder}) is writing this shard; "
+                f"try again when it has finished (lock {lock})"
+            ) from None
+        os.ftruncate(descriptor, 0)
+        os.pwrite(descriptor, f"{os.getpid()}\n".encode("ascii"), 0)
+        yield
+    finally:
+        os.close(descriptor)  # releases the lock; the file stays (removing it would race)
+
+
+def write_shard(
+    index: Index, directory: str | os.PathLike[str], model: StaticModel | None = None, *, lock: bool = True
+) -> dict[str, int]:
+    """Write the shard of ``index`` and switch ``directory`` to it atomically (see the module's
+    notes): the previous shard stays whole until the new one has been written, synced and
+    checked (against ``model`` too, when given). ``lock=False`` when the caller already holds
+    ``shard_lock(directory)``. Returns each file's size in bytes."""
+    directory = Path(directory)
+    files = shard_files(index)
+    with shard_lock(directory) if lock else nullcontext():
+        _write_and_switch(directory, files, model)
+    return {name: len(data) for name, data in files.items()}
+
+
+def _write_and_switch(directory: Path, files: dict[str, bytes], model: StaticModel | None) -> None:
+    versions, _ = _places(directory)
+    previous = _current_version(directory, versions)
+    versions.mkdir(parents=True, exist_ok=True)
+    version = json.loads(files[MANIFEST])["checksum"][:16]
+    partial = versions / f".partial-{version}-{os.getpid()}"
+    earlier = _earlier_files(previous)
+    while True:
+        if partial.exists():
+            shutil.rmtree(partial)
+        _fill(partial, files, earlier)
+        try:
+            _verify(partial, files, model)
+            break
+        except ShardError as error:
+            shutil.rmtree(partial, ignore_errors=True)
+            if earlier:  # a damaged file of the previous version was linked: write every file
+                earlier = {}
+                continue
+            raise ShardError(f"{error} (the new shard failed its check; {directory} is unchanged)") from None
+    final = versions / version
+    keep = {final, previous}
+    if final.is_dir():  # the same content as a version kept (only checked folders get a version's name)
+        shutil.rmtree(partial)
+        if final == previous:  # ... as the current one: nothing to switch, nothing more to remove
+            keep |= {entry for entry in versions.iterdir() if not entry.name.startswith(".")}
+    else:
+        os.rename(partial, final)
+        _sync_folder(versions)
+    if final != previous:
+        link = directory.parent / f".{directory.name}.link-{os.getpid()}"
+        if os.path.lexists(link):
+            os.unlink(link)
+        os.symlink(os.path.relpath(final, directory.parent), link)
+        if directory.is_dir() and not directory.is_symlink():  # an older cellar's plain folder
+            previous = versions / f"folder-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+            os.rename(directory, previous)
+        os.replace(link, directory)
+        _sync_folder(directory.parent)
+        keep.add(previous)
+    _tidy(directory, versions, keep)
+
+
+def _current_version(directory: Path, versions: Path) -> Path | None:
+    """The version folder ``directory`` links to now (None for none); a place that is neither a
+    link, nor a shard folder, nor an empty folder is refused rather than replaced."""
+    if directory.is_symlink():
+        target = Path(os.path.normpath(directory.parent / os.readlink(directory)))
+        return target if target.parent == versions else None
+    if directory.is_dir():
+        if (directory / MANIFEST).is_file() or not any(directory.iterdir()):
+            return None
+        raise ShardError(f"{directory}: a folder that holds no shard ({MANIFEST} missing): not replaced")
+    if directory.exists():
+        raise ShardError(f"{directory}: not a folder: not replaced")
+    return None
+
+
+def _fill(partial: Path, files: dict[str, bytes], earlier: dict[str, Path]) -> None:
+    """Write (or link from ``earlier``) every file of the new version into ``partial``, synced."""
+    folders = sorted({(partial / name).parent for name in files})
+    for folder in folders:
+        folder.mkdir(parents=True, exist_ok=True)
+    listed = _listed(json.loads(files[MANIFEST]), files.__getitem__)
+    for name, data in files.items():
+        same = earlier.get(listed[name]["sha256"]) if name in listed else None
+        if same is None or not _link(same, partial / name):
+            _write_file(partial / name, data)
+    for folder in folders:
+        _sync_folder(folder)
+
+
+def _earlier_files(previous: Path | None) -> dict[str, Path]:
+    """The files of the current version by SHA-256, as its manifest lists them (empty when there
+    is none or it cannot be read): an incremental build links the unchanged ones (most fragments)
+    rather than writing and syncing them again. The new version is checked whole all the same."""
+    if previous is None:
+        return {}
+    try:
+        manifest = json.loads((previous / MANIFEST).read_text(encoding="utf-8"))
+        listed = _listed(manifest, lambda name: (previous / name).read_bytes())
+        return {entry["sha256"]: previous / name for name, entry in listed.items()}
+    except (OSError, EOFError, zlib.error, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
+def _listed(manifest: dict[str, Any], read: Callable[[str], bytes]) -> dict[str, dict[str, Any]]:
+    """Every file of a shard with its size and SHA-256: the manifest's, and the containers' from
+    its notebook table (read with ``read``)."""
+    return {**manifest["files"], **NotebookTable(gzip.decompress(read(manifest["table"]))).files()}
+
+
+def _link(source: Path, target: Path) -> bool:
+    """A hard link to a file of the previous version (whose bytes were synced when it was
+    written); False where links cannot be made (then the file is written)."""
+    try:
+        os.link(source, target)
+    except OSError:
+        return False
+    return True
+
+
+def _write_file(path: Path, data: bytes) -> None:
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(descriptor, view) :]
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def _sync_folder(folder: Path) -> None:
+    """Make a folder's entries (new files, a rename) durable; a no-op where folders cannot be opened."""
+    try:
+        descriptor = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(descriptor)
+    except OSError:
+        pass
+    finally:
+        os.close(descriptor)
+
+
+def _verify(folder: Path, files: dict[str, bytes], model: StaticModel | None) -> None:
+    """Open the written folder as a reader would: the manifest, then every file it lists."""
+    shard = open_shard(folder, model)
+    shard.check_all()
+    on_disk = {path.relative_to(folder).as_posix() for path in folder.rglob("*") if path.is_file()}
+    if on_disk != set(files):
+        raise ShardError(f"{folder}: holds {sorted(on_disk ^ set(files))} against its manifest")
+
+
+def _tidy(directory: Path, versions: Path, keep: set[Path | None]) -> None:
+    """Remove every version but the current and the previous one, partial folders that killed
+    writers left, and their unused links (the lock is held: no writer is using them)."""
+    for entry in versions.iterdir():
+        if entry in keep:
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+    for link in directory.parent.glob(f".{directory.name}.link-*"):
+        link.unlink()
