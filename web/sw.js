@@ -35,7 +35,7 @@ const BOOT_PACKAGES = ["numpy"];
 const OFFLINE_SHARD_BYTES = 20e6;
 const PYODIDE_FILES = ["pyodide.mjs", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json"];
 const PAGES = [
-  "./", "index.html", "index.js", "viewer.html", "viewer.js", "search-client.js", "offline.js",
+  "./", "index.html", "index.js", "viewer.html", "viewer.js", "document.html", "document.js", "search-client.js", "offline.js",
   "cellar-client.js", "worker.js", "ui.js", "style.css", "build.json", "bundles/notebook.js",
 ];
 

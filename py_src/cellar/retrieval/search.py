@@ -63,6 +63,7 @@ from cellar.records import KINDS, Answer, Hit, NeighbourhoodEntry, NotebookResul
 from cellar.retrieval.analysis import Analyzer
 from cellar.retrieval.answer_cell import intent, order_hits
 from cellar.retrieval.bilingual import QUESTION_WORDS, Reading, Translator, load_table, read_in_english
+from cellar.retrieval.blocks import Asked, asked, block_terms, known_share, order_blocks
 from cellar.retrieval.context import TEXT_LIMIT, section_context
 from cellar.retrieval.embedding import StaticModel
 from cellar.retrieval.filters import Filters
@@ -256,8 +257,12 @@ class Searcher:
         start = time.perf_counter()
         refused, evidence = ranking.refused, ranking.evidence
         asks = intent(ranking.query)
+        # a document's blocks are ordered by their own evidence (cellar.retrieval.blocks)
+        question = asked(ranking.query)
+        reading = self._read_in_english(ranking.query)
+        document = (question, block_terms(ranking.terms, reading.held_by, question, self.analyzer.terms))
         shown = [
-            self._notebook(n, score, chunks, asks, ranking.kinds)
+            self._notebook(n, score, chunks, asks, ranking.kinds, document)
             for n, score, chunks in ranking.notebooks
             if n in ranking.needs
         ]
@@ -412,7 +417,12 @@ class Searcher:
         }
         if "source" in meta:  # a document: its source's thresholds judge it (thresholds_for)
             evidence["source"] = meta["source"]
+            # and a document's prose names what it covers: words no file uses tell (blocks.known_share)
+            evidence["known"] = known_share(zip(weights, judged), self._knows, held_by, self.analyzer.terms)
         return evidence
+
+    def _knows(self, term: str) -> bool:
+        return self.source.postings(term) is not None
 
     def _in_notebook(self, term: str, entry: Mapping[str, Any]) -> bool:
         postings = self.source.postings(term)
@@ -459,7 +469,13 @@ class Searcher:
         return reason
 
     def _notebook(
-        self, n: int, score: float, rows: Sequence[tuple[int, float]], asks: str = "locate", kinds: Sequence[str] = ()
+        self,
+        n: int,
+        score: float,
+        rows: Sequence[tuple[int, float]],
+        asks: str = "locate",
+        kinds: Sequence[str] = (),
+        document: tuple[Asked, Sequence[str]] | None = None,
     ) -> NotebookResult:
         """Notebook ``n``'s entry of the answer; its hits in ``answer_cell.order_hits``'s order for
         a question that ``asks`` for a value, a place or an explanation, of the ``kinds`` a filter
@@ -467,6 +483,9 @@ class Searcher:
         entry = self.notebooks[n]
         records = self.fragment(n)
         start = entry["start"]
+        if document is not None and records and "citation" in records[0].get("meta", {}) and not kinds:
+            naming = f"{entry['title']} {entry['path']}"
+            rows = order_blocks(rows, records, start, document[1], document[0], self.analyzer.terms, naming)
         kind_of = {row: KINDS.index(records[row - start]["kind"]) for row, _ in rows}
         hits: list[Hit] = []
         for row, chunk_score in order_hits(rows, records, start, kind_of, asks, kinds)[:HITS_PER_NOTEBOOK]:
@@ -637,6 +656,7 @@ def refuses(evidence: Mapping[str, Any], thresholds: Mapping[str, float]) -> boo
     return (
         (evidence["coverage"] < thresholds["min_coverage"] and not unknown_words_left_to_meaning(evidence))
         or evidence["numbers"] < thresholds["min_numbers"]
+        or evidence.get("known", 1.0) < thresholds.get("min_known", 0.0)
         or (similarity is not None and similarity < thresholds["min_similarity"])
     )
 

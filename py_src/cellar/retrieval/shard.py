@@ -15,6 +15,7 @@ number of notebooks, not of chunks.
                                   slice of the score matrix); df is a term's postings' length
     clusters/<hash>.bin.gz        an IVF cluster: its chunk rows, kinds, int8 codes and scales
     notebooks/<hash>.bin.gz       a notebook's container: its chunk records, int8 vectors, scales
+    documents/<hash>.json.gz      a document's published view (its text and blocks): the viewer's
 
 Every file but the manifest is gzip-compressed (deterministically: no time stamp) and named by
 the SHA-256 of its compressed bytes, so a file whose content did not change keeps its name (and
@@ -77,6 +78,43 @@ class NeedFiles(Exception):
     def __init__(self, names: Sequence[str]) -> None:
         super().__init__(f"needs {len(names)} file(s): {', '.join(names[:5])}")
         self.names = list(names)
+
+
+def checked_manifest(data: bytes, source: str) -> dict[str, Any]:
+    """The manifest of the shard at `source` from its bytes, once its checksum and format hold."""
+    where = f"{source}/{MANIFEST}"
+    try:
+        manifest = json.loads(data)
+        claimed = manifest.pop("checksum")
+    except (UnicodeDecodeError, json.JSONDecodeError, KeyError, AttributeError, TypeError) as error:
+        raise ShardError(f"{where}: damaged, not a shard manifest ({error})") from None
+    if manifest.get("format") != FORMAT:
+        raise ShardError(
+            f"{where}: shard format {manifest.get('format')!r}, this cellar reads format {FORMAT}: "
+            "index the archive again with `cellar index`"
+        )
+    if revision(canonical(manifest)) != claimed:
+        raise ShardError(f"{where}: damaged (its checksum does not match its content)")
+    missing = [key for key in MANIFEST_KEYS if not isinstance(manifest.get(key), dict | list)]
+    if missing:
+        raise ShardError(f"{where}: damaged, not a shard manifest (missing {', '.join(missing)})")
+    return manifest
+
+
+def checked_file(name: str, data: bytes, expected: Mapping[str, Any] | None, source: str) -> bytes:
+    """A shard file's bytes once they match `expected` (its bytes and SHA-256), decompressed."""
+    if expected is None:
+        raise ShardError(f"{source}/{name}: not listed in {MANIFEST} or its table")
+    digest = revision(data)
+    if len(data) != expected["bytes"] or digest != expected["sha256"]:
+        raise ShardError(
+            f"{source}/{name}: damaged or replaced (SHA-256 mismatch: the file has {digest}, "
+            f"{len(data)} bytes; {MANIFEST} records {expected['sha256']}, {expected['bytes']} bytes)"
+        )
+    try:
+        return gzip.decompress(data)
+    except (OSError, EOFError, zlib.error) as error:
+        raise ShardError(f"{source}/{name}: damaged, not gzip data ({error})") from None
 
 
 class Shard:
@@ -143,24 +181,7 @@ class Shard:
     # -- reading and checking ------------------------------------------------------------------
 
     def _manifest(self) -> dict[str, Any]:
-        where = f"{self.source}/{MANIFEST}"
-        data = self._bytes(MANIFEST)
-        try:
-            manifest = json.loads(data)
-            claimed = manifest.pop("checksum")
-        except (UnicodeDecodeError, json.JSONDecodeError, KeyError, AttributeError, TypeError) as error:
-            raise ShardError(f"{where}: damaged, not a shard manifest ({error})") from None
-        if manifest.get("format") != FORMAT:
-            raise ShardError(
-                f"{where}: shard format {manifest.get('format')!r}, this cellar reads format {FORMAT}: "
-                "index the archive again with `cellar index`"
-            )
-        if revision(canonical(manifest)) != claimed:
-            raise ShardError(f"{where}: damaged (its checksum does not match its content)")
-        missing = [key for key in MANIFEST_KEYS if not isinstance(manifest.get(key), dict | list)]
-        if missing:
-            raise ShardError(f"{where}: damaged, not a shard manifest (missing {', '.join(missing)})")
-        return manifest
+        return checked_manifest(self._bytes(MANIFEST), self.source)
 
     @property
     def files(self) -> dict[str, dict[str, Any]]:
@@ -177,19 +198,8 @@ class Shard:
         """The file's bytes once they match the SHA-256 that the manifest (or, given as
         ``expected``, the notebook table) records, decompressed."""
         expected = expected or self.listed.get(name)
-        if expected is None:
-            raise ShardError(f"{self.source}/{name}: not listed in {MANIFEST} or its table")
-        data = self._bytes(name)
-        digest = revision(data)
-        if len(data) != expected["bytes"] or digest != expected["sha256"]:
-            raise ShardError(
-                f"{self.source}/{name}: damaged or replaced (SHA-256 mismatch: the file has {digest}, "
-                f"{len(data)} bytes; {MANIFEST} records {expected['sha256']}, {expected['bytes']} bytes)"
-            )
-        try:
-            return gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as error:
-            raise ShardError(f"{self.source}/{name}: damaged, not gzip data ({error})") from None
+        data = self._bytes(name) if expected is not None else b""
+        return checked_file(name, data, expected, self.source)
 
     def _unpacked(
         self, name: str, needed: Sequence[str] = (), expected: Mapping[str, Any] | None = None
@@ -257,9 +267,12 @@ class Shard:
         for n in range(len(self.notebooks)):
             self.container(n)
             self._forget()
-        named = {*self.lexical_files, *self.cluster_files, *self.containers, self.manifest["dense"]["centroids"]}
+        documents = list(self.manifest.get("documents", {}).values())
+        for name in documents:  # the published documents (cellar.retrieval.published reads them)
+            self._checked(name)
+        named = {*self.lexical_files, *self.cluster_files, *self.containers, *documents, self.table_file}
         files = set(self.files)
-        if named | {self.table_file} != files:
+        if named | {self.manifest["dense"]["centroids"]} != files:
             raise ShardError(f"{self.source}/{MANIFEST}: lists files no table names ({sorted(named ^ files)})")
 
     # -- lexical ---------------------------------------------------------------------------------

@@ -91,6 +91,8 @@ def shard_files(
         arrays = {"rows": rows, "kinds": kinds[rows], "codes": index.vectors[rows], "scales": index.scales[rows]}
         cluster_files.append(add("clusters", pack(arrays, {"cluster": c})))
     centroid_file = add("dense", pack({"centroids": centroids.astype(np.float16)}))
+    # Each document's published view (its text and blocks, for the site's document viewer).
+    documents = {path: added("documents", data, "json") for path, data in sorted(index.documents.items())}
 
     notebooks, containers = [], []
     for entry, compressed in zip(index.notebooks, index.containers):
@@ -121,6 +123,7 @@ def shard_files(
         "lexical": {"first": lexical_first, "files": lexical_files, "postings": partition_postings},
         "dense": {"centroids": centroid_file, "files": cluster_files, "nprobe": nprobe, "recall@50": recall},
         "boot": [centroid_file, table_file],
+        "documents": documents,  # path -> its published view (listed in files)
         "bytes": sum(len(data) for data in files.values()),  # the whole shard but the manifest
         # every file but the containers, which the table lists
         "files": {name: _described(data) for name, data in files.items() if name not in container_files},

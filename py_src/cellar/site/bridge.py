@@ -288,6 +288,22 @@ def notebook_view(file: str, path: str) -> dict[str, Any]:
     }
 
 
+def document_view(path: str, shard_dir: str) -> dict[str, Any]:
+    """The published view of the document `path` (``cellar.retrieval.published``: its extracted
+    text and blocks with their citations, offsets, pages and a note's fields), or ``{"fetch":
+    [name]}``: the shard file that holds it, which the page fetches into `shard_dir` (beside the
+    manifest) before it asks again. The manifest and the file are checked; a damaged or replaced
+    file raises ShardError naming it."""
+    from cellar.retrieval.published import document_file, published_document
+    from cellar.retrieval.shard import MANIFEST, checked_manifest
+
+    folder = Path(shard_dir)
+    name = document_file(checked_manifest((folder / MANIFEST).read_bytes(), shard_dir), path, shard_dir)
+    if not (folder / name).exists():
+        return {"fetch": [name]}
+    return published_document(lambda file: (folder / file).read_bytes(), path, shard_dir)
+
+
 def _output_view(output: Any) -> dict[str, Any]:
     """One cellar.ingest.notebook Output as the viewer draws it, terminal colour codes stripped."""
     from cellar.ingest.chunks import ANSI
