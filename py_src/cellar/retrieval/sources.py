@@ -116,10 +116,13 @@ class ShardSource:
         return self.shard.postings(term)
 
     def dense(self, query_vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        parts = [self.shard.cluster(c) for c in self.probe(query_vectors)]
+        parts = []
+        for c in self.probe(query_vectors):  # a cluster's float32 vectors let go once scored
+            rows, kinds, vectors = self.shard.cluster(c)
+            parts.append((rows, kinds, cosines(vectors, query_vectors)))
         rows = np.concatenate([p[0] for p in parts]).astype(np.int64)
         kinds = np.concatenate([p[1] for p in parts])
-        cosine = np.concatenate([cosines(p[2], query_vectors) for p in parts])
+        cosine = np.concatenate([p[2] for p in parts])
         order = np.argsort(rows, kind="stable")
         return rows[order], cosine[order], kinds[order]
 
