@@ -312,7 +312,8 @@ class Searcher:
             if len(self._allowed_cache) > 8:
                 self._allowed_cache.clear()
             per_notebook = filters.mask(self.source.table)
-            self._allowed_cache[filters] = np.repeat(per_notebook, np.diff(self.source.starts))
+            # repeat counts are intp, 32 bits in WebAssembly
+            self._allowed_cache[filters] = np.repeat(per_notebook, np.diff(self.source.starts).astype(np.intp))
         return self._allowed_cache[filters]
 
     def _rank(
