@@ -38,7 +38,7 @@ import gzip
 import json
 import os
 import zlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -179,6 +179,14 @@ class Shard:
 
     def _checked(self, name: str) -> bytes:
         """The file's bytes once they match the manifest's SHA-256, decompressed."""
+        data = self._hashed(name)
+        try:
+            return gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as error:
+            raise ShardError(f"{self.source}/{name}: damaged, not gzip data ({error})") from None
+
+    def _hashed(self, name: str) -> bytes:
+        """The file's bytes once they match the manifest's size and SHA-256."""
         expected = self._expected(name)
         if expected is None:
             raise ShardError(f"{self.source}/{name}: not listed in {MANIFEST} or its table")
@@ -189,10 +197,7 @@ class Shard:
                 f"{self.source}/{name}: damaged or replaced (SHA-256 mismatch: the file has {digest}, "
                 f"{len(data)} bytes; {MANIFEST} records {expected['sha256']}, {expected['bytes']} bytes)"
             )
-        try:
-            return gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as error:
-            raise ShardError(f"{self.source}/{name}: damaged, not gzip data ({error})") from None
+        return data
 
     def _unpacked(self, name: str, needed: Sequence[str] = ()) -> tuple[Any, dict[str, np.ndarray]]:
         if name not in self._cache:
@@ -230,17 +235,27 @@ class Shard:
                 f"not {model.id} (SHA-256 {model.sha256})"
             )
 
-    def check_all(self) -> None:
+    def check_all(self, hashed_only: Collection[str] = ()) -> None:
         """Read and check every file the manifest lists (the writer's check), one at a time:
         what was read is let go at once, so checking a large archive's shard takes the memory
-        of its largest file, not of all of them."""
+        of its largest file, not of all of them. The files of ``hashed_only`` are checked by
+        their bytes and SHA-256, not decompressed and parsed."""
         for name in self.lexical_files:
+            if name in hashed_only:
+                self._hashed(name)
+                continue
             self._partition(name)
             self._forget()
-        for c in range(len(self.cluster_files)):
+        for c, name in enumerate(self.cluster_files):
+            if name in hashed_only:
+                self._hashed(name)
+                continue
             self.cluster(c)
             self._forget()
-        for n in range(len(self.notebooks)):
+        for n, name in enumerate(self.containers):
+            if name in hashed_only:
+                self._hashed(name)
+                continue
             self.container(n)
             self._forget()
         named = {*self.lexical_files, *self.cluster_files, *self.containers, self.manifest["dense"]["centroids"]}
