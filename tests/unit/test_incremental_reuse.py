@@ -135,9 +135,7 @@ def _answers(shard: Path, model) -> list[list[tuple[str, float]]]:
     return [[(nb["path"], nb["score"]) for nb in searcher.search(q, k=5)["notebooks"]] for q in questions]
 
 
-def test_nothing_changed_compresses_and_fits_nothing_and_a_change_gives_the_cold_shard(
-    archive, tmp_path, monkeypatch
-):
+def test_nothing_changed_compresses_and_fits_nothing_and_a_change_gives_the_cold_shard(archive, tmp_path, monkeypatch):
     root = _copy(archive, tmp_path)
     out = tmp_path / "build" / "shard"
     assert main(["index", str(root), "--out", str(out), "--workers", "1"]) == 0
