@@ -16,8 +16,10 @@ import cellar.ingest.discovery as discovery
 import cellar.retrieval.sharding as sharding
 from cellar.cli import main
 from cellar.ingest.synth import generate_archive, mutate_archive
+from cellar.retrieval import publish
 from cellar.retrieval.embedding import default_model_dir, load_model
 from cellar.retrieval.index import build_index_from_directory
+from cellar.retrieval.publish import write_shard
 from cellar.retrieval.search import Searcher
 from cellar.retrieval.shard import MANIFEST, open_shard
 from cellar.retrieval.stamps import RACY_NS, Stamp, clean
@@ -171,3 +173,19 @@ def test_a_damaged_file_of_the_previous_shard_is_never_reused(archive, tmp_path)
     assert main(["index", str(root), "--out", str(out), "--workers", "1"]) == 0
     open_shard(out).check_all()
     assert _on_disk(out) == _cold(root)
+
+
+def test_a_state_left_by_another_version_is_not_used(archive, tmp_path, monkeypatch):
+    # A build killed after its switch and before it saved its state leaves the state of the
+    # version before: the next build must not take files or the IVF fit from it.
+    root = _copy(archive, tmp_path)
+    out = tmp_path / "build" / "shard"
+    assert main(["index", str(root), "--out", str(out), "--workers", "1"]) == 0
+    mutate_archive(root, 0.02)
+    write_shard(build_index_from_directory(root, MODEL, workers=1).index, out)  # switched, no state saved
+    assert publish._previous(tmp_path / "build" / ".shard.cache", out.resolve()) is None
+    calls: list[str] = []
+    kmeans = sharding.kmeans
+    monkeypatch.setattr(sharding, "kmeans", lambda *a, **k: calls.append("kmeans") or kmeans(*a, **k))
+    assert main(["index", str(root), "--out", str(out), "--workers", "1"]) == 0
+    assert calls == ["kmeans"] and _on_disk(out) == _cold(root)
