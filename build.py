@@ -406,6 +406,22 @@ def step_index(corpus: Path, gold: Path | None, rerendered: Path | None, shard: 
     )
 
 
+def step_bytecode(runtime: Path, wheels: list[Path]) -> list[Path]:
+    """The site's wheels with their modules' bytecode, compiled by the site's own Pyodide
+    (cellar.site.bytecode: a page then imports bytecode rather than compiling sources in
+    WebAssembly), into build/wheels/ (skipped when the wheels and the runtime are unchanged)."""
+    out = ROOT / "build" / "wheels"
+    stamp = out / ".bytecode"
+    digest = fingerprint(runtime / "pyodide.asm.wasm", runtime / "python_stdlib.zip", *wheels)
+    compiled = [out / wheel.name for wheel in wheels]
+    if not (stamp.is_file() and stamp.read_text() == digest and all(path.is_file() for path in compiled)):
+        log("bytecode: compiling the wheels' modules in Pyodide")
+        shutil.rmtree(out, ignore_errors=True)
+        run([str(venv_python()), "-m", "cellar.site.bytecode", str(runtime), str(out), *map(str, wheels)])
+        stamp.write_text(digest)
+    return compiled
+
+
 # --- site: the static site -----------------------------------------------------------------------
 
 
@@ -518,7 +534,7 @@ def step_site(corpus: Path = DEMO_ARCHIVE, gold: Path | None = None, rerender: b
         raise BuildError(f"{gold}: no such gold set to calibrate on")
     step_setup()
     runtime, lock = step_runtime()
-    wheels = step_wheel()
+    wheels = step_bytecode(runtime, step_wheel())
     bundles = step_js()
     plan, site_lock = runtime_plan(runtime, lock, wheels)
     written = sum(sync_file(source, SITE / relative) for relative, source in plan.items())

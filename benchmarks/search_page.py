@@ -14,12 +14,13 @@ same run, interleaved; the ratio says what search adds on top of the runtime its
 
 Bytes: what the server sent (response bodies) for requests that started before the first result
 was drawn, in the cold run. Latency: every gold question through window.cellar.search in a warm
-page, measured in the page (round trips to the worker and shard fetches included), once with the
-files it needs still to fetch (cold: "first") and once more with them in place ("repeat"); the
-bytes the server sent while each cold question ran (service workers blocked). Memory: the
-proportional set size (PSS, by psutil) of the browser's renderer processes (the page and its
-worker with Pyodide) after the first 20 questions. Needs a built site (build.py site);
-every other shard is served from a temporary site that shares everything else with site/.
+page, measured in the page (round trips to the worker and shard fetches included): with the
+files it needs still to fetch ("first", with the bytes the server sent meanwhile; service workers
+blocked), at once again ("again"), and once more after all the others ("repeat"). Memory after
+the first 20 questions: the proportional set size (PSS, by psutil) of the browser's renderer
+processes (the page and its worker with Pyodide), and what performance.measureUserAgentSpecificMemory
+reports for the page. Needs a built site (build.py site); every other shard is served from a
+temporary site that shares everything else with site/.
 """
 
 from __future__ import annotations
@@ -105,37 +106,56 @@ MEMORY_AFTER = 20  # questions asked before the tab's memory is read
 
 
 def latencies(browser, server, queries: list[str]) -> dict:
-    """Per pass ("first": cold, "repeat"): page and Python ms per question; for the cold pass the
-    bytes the server sent while each question ran, and the renderer memory after MEMORY_AFTER.
-    Service workers are blocked: what is measured is the tab's search, not the offline copy the
-    service worker would download meanwhile."""
+    """Per pass, page and Python ms per question: "first" (cold: its files still to fetch, with
+    the bytes the server sent while it ran), "again" (the same question at once, as a user who
+    changes a filter or comes back asks it) and "repeat" (every question once more after all the
+    others: what the reader let go of its decoded files is read again). The renderer memory after
+    MEMORY_AFTER questions: the PSS of its processes, and what the page itself reports
+    (performance.measureUserAgentSpecificMemory: the JavaScript and WebAssembly memory of the page
+    and its worker). Service workers are blocked: what is measured is the tab's search, not the
+    offline copy the service worker would download meanwhile."""
     context = browser.new_context(service_workers="block")
     page = context.new_page()
     page.set_default_timeout(TIMEOUT_MS)
     page.goto(f"http://127.0.0.1:{server.server_port}/")
     wait_for(page, "document.body.dataset.searchReady === 'true'", timeout_ms=TIMEOUT_MS)
     origin = page.evaluate("performance.timeOrigin")
-    passes, memory = {}, None
-    for name in ("first", "repeat"):
-        times = {"page": [], "python": [], "bytes": []}
-        for number, query in enumerate(queries):
-            server.sent.clear()
-            start, end, python = page.evaluate(
-                """async (query) => {
-                const start = performance.now();
-                const answer = await window.cellar.search(query, {k: 5});
-                return [start, performance.now(), answer.timings_ms.total];
-            }""",
-                query,
-            )
-            times["page"].append(end - start)
-            times["python"].append(python)
-            times["bytes"].append(sum(size for at, size, _ in server.sent if origin + start <= at <= origin + end))
-            if name == "first" and number + 1 == MEMORY_AFTER:
-                memory = renderer_pss_mb()
-        passes[name] = times
+    passes = {name: {"page": [], "python": [], "bytes": []} for name in ("first", "again", "repeat")}
+    memory = None
+
+    def ask(query: str, into: dict) -> None:
+        start, end, python = page.evaluate(
+            """async (query) => {
+            const start = performance.now();
+            const answer = await window.cellar.search(query, {k: 5});
+            return [start, performance.now(), answer.timings_ms.total];
+        }""",
+            query,
+        )
+        into["page"].append(end - start)
+        into["python"].append(python)
+        into["bytes"].append(sum(size for at, size, _ in server.sent if origin + start <= at <= origin + end))
+
+    for number, query in enumerate(queries):
+        server.sent.clear()
+        ask(query, passes["first"])
+        ask(query, passes["again"])
+        if number + 1 == MEMORY_AFTER:
+            memory = (renderer_pss_mb(), page_memory_mb(page))
+    for query in queries:
+        ask(query, passes["repeat"])
     context.close()
     return {"passes": passes, "memory_mb": memory}
+
+
+def page_memory_mb(page) -> float | None:
+    """What performance.measureUserAgentSpecificMemory says the page and its workers hold (MB;
+    None where the browser does not offer it: it needs a cross-origin isolated page)."""
+    measured = page.evaluate(
+        "() => self.crossOriginIsolated && performance.measureUserAgentSpecificMemory"
+        " ? performance.measureUserAgentSpecificMemory().then((m) => m.bytes) : null"
+    )
+    return None if measured is None else measured / 1e6
 
 
 def renderer_pss_mb() -> float:
@@ -237,19 +257,21 @@ def main() -> int:
     print("warm: the second reload; MB: sent by the server before the first result, cold")
     print("questions: " + "; ".join(f"{name} {query!r}" for name, (_, query, _) in sites.items()))
     print("\nSearch latency in the page (ms; window.cellar.search, k=5; python = timings_ms.total), and the")
-    print(f"kB the server sent per question; memory: renderer PSS (MB) after {MEMORY_AFTER} cold questions")
+    print(f"kB the server sent per question; memory (MB) after {MEMORY_AFTER} questions: renderer PSS, and")
+    print("what the page reports (measureUserAgentSpecificMemory: JavaScript + WebAssembly of page and worker)")
     print(
         f"{'':8} {'queries':>7} {'pass':>7} {'p50':>7} {'p95':>7} {'python p50':>11} {'python p95':>11}"
-        f" {'kB p50':>8} {'kB p95':>8} {'memory':>7}"
+        f" {'kB p50':>8} {'kB p95':>8} {'PSS':>6} {'page':>6}"
     )
     for name, measured in latency.items():
         for pass_name, values in measured["passes"].items():
-            memory = measured["memory_mb"] if pass_name == "first" and measured["memory_mb"] is not None else None
+            pss, reported = measured["memory_mb"] if pass_name == "first" and measured["memory_mb"] else (None, None)
             print(
                 f"{name:8} {len(values['page']):7} {pass_name:>7} {percentile(values['page'], 0.5):7.1f} "
                 f"{percentile(values['page'], 0.95):7.1f} {percentile(values['python'], 0.5):11.1f} "
                 f"{percentile(values['python'], 0.95):11.1f} {percentile(values['bytes'], 0.5) / 1e3:8.0f}"
-                f" {percentile(values['bytes'], 0.95) / 1e3:8.0f} {'' if memory is None else f'{memory:7.0f}'}"
+                f" {percentile(values['bytes'], 0.95) / 1e3:8.0f} {'' if pss is None else f'{pss:6.0f}'}"
+                f" {'' if reported is None else f'{reported:6.0f}'}"
             )
     return 0
 

@@ -32,12 +32,21 @@ def _pdf_string(text: str) -> bytes:
     return b"(" + raw.replace(b"\\", b"\\\\").replace(b"(", b"\\(").replace(b")", b"\\)") + b")"
 
 
-def pdf_bytes(pages: Sequence[Sequence[str]], scanned: int = 0) -> bytes:
+def _pdf_line(line: str | tuple[int, str]) -> bytes:
+    """One line of a page: a string in the body font (10 pt), or (size, text) in a font of its
+    own size (a heading set larger), the body font set again after it."""
+    if isinstance(line, tuple):
+        size, text = line
+        return b"/F1 %d Tf " % size + _pdf_string(text) + b" Tj T* /F1 10 Tf"
+    return _pdf_string(line) + b" Tj T*" if line else b"T*"
+
+
+def pdf_bytes(pages: Sequence[Sequence[str | tuple[int, str]]], scanned: int = 0) -> bytes:
     """A PDF whose pages hold `pages` (lines of text), then `scanned` pages with no text layer."""
     streams = []
     for lines in pages:
         body = [b"BT /F1 10 Tf %d TL 56 790 Td" % LINE_HEIGHT]
-        body += [_pdf_string(line) + b" Tj T*" if line else b"T*" for line in lines]
+        body += [_pdf_line(line) for line in lines]
         streams.append(b"\n".join([*body, b"ET"]))
     streams += [b"0.5 g 56 400 480 380 re f"] * scanned  # a grey box: what a scan's image stands for
     objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"", b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>"]  # fmt: skip

@@ -244,9 +244,7 @@ function notebookCard(notebook, rank) {
   return element("article", { className: "notebook" },
     element("h3", { id },
       rank ? element("span", { className: "rank", textContent: `${rank}. ` }) : null,
-      first?.citation !== undefined
-        ? element("span", { textContent: notebook.title || notebook.path })
-        : element("a", { href: viewerUrl(notebook, first), textContent: notebook.title || notebook.path })),
+      element("a", { href: viewerUrl(notebook, first), textContent: notebook.title || notebook.path })),
     element("p", { className: "path" }, element("code", { textContent: notebook.path })),
     element("p", { className: "meta" }, facts ? `${facts} · ` : "", badges),
     notebook.warning ? element("p", { className: "warning", role: "note", textContent: notebook.warning }) : null,
@@ -268,11 +266,14 @@ const badge = (kind) => element("span", { className: `badge badge-${kind}`, text
 
 function citation(notebook, hit) {
   if (hit.citation !== undefined) {
-    // A document's block, cited as read aloud (`CVS 210:2019 §6.3.2 b`, a note's id): the
-    // documents are not published on the site, so the citation names the file and revision.
+    // A document's block, cited as read aloud (`CVS 210:2019 §6.3.2 b`, a note's id): opens the
+    // document viewer at that block, the quote marked.
     const where = hit.citation;
-    return element("cite", { className: "cite document" }, `${notebook.path}, `,
-      element("strong", { textContent: where }), ", revision ", element("code", { textContent: notebook.revision.slice(0, 7) }));
+    const link = element("a", { className: "cite document", href: viewerUrl(notebook, hit) },
+      element("cite", {}, `${notebook.path}, `, element("strong", { textContent: where }), ", revision ",
+        element("code", { textContent: notebook.revision.slice(0, 7) })));
+    link.setAttribute("aria-label", `Open ${notebook.path} at ${where} (revision ${notebook.revision.slice(0, 7)}) in the document viewer`);
+    return link;
   }
   const where = `cell ${hit.cell}${hit.output !== null ? `, output ${hit.output}` : ""}`;
   const link = element("a", { className: "cite", href: viewerUrl(notebook, hit) },
@@ -283,6 +284,12 @@ function citation(notebook, hit) {
 
 function viewerUrl(notebook, hit) {
   const params = new URLSearchParams({ path: notebook.path, rev: notebook.revision });
+  if (hit && hit.citation !== undefined) {  // a document's block: the document viewer, at the quote
+    params.set("start", hit.start);
+    params.set("end", hit.end);
+    params.set("cite", hit.citation);
+    return `document.html?${params}`;
+  }
   if (hit && hit.cell !== null) params.set("cell", hit.cell);
   if (hit && hit.output !== null && hit.output !== undefined) params.set("output", hit.output);
   return `viewer.html?${params}`;

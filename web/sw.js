@@ -35,7 +35,7 @@ const BOOT_PACKAGES = ["numpy"];
 const OFFLINE_SHARD_BYTES = 20e6;
 const PYODIDE_FILES = ["pyodide.mjs", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json"];
 const PAGES = [
-  "./", "index.html", "index.js", "viewer.html", "viewer.js", "search-client.js", "offline.js",
+  "./", "index.html", "index.js", "viewer.html", "viewer.js", "document.html", "document.js", "search-client.js", "offline.js",
   "cellar-client.js", "worker.js", "ui.js", "style.css", "build.json", "bundles/notebook.js",
 ];
 
@@ -50,11 +50,47 @@ function archiveUrl(folder, path) {
   return folder + path.split("/").map(encodeURIComponent).join("/");
 }
 
-// The shard's notebook table (a boot file, gzip, by columns): every notebook's path and container.
+// The shard's notebook table (a boot file: gzip of a cellar.retrieval.packing file, by columns).
 async function notebookTable(shard, manifest) {
   const response = await fetch(new URL(shard + manifest.table, SITE), { cache: "no-cache" });
   if (!response.ok) throw new Error(`${manifest.table}: ${response.status} ${response.statusText}`);
-  return new Response(response.body.pipeThrough(new DecompressionStream("gzip"))).json();
+  const stream = response.body.pipeThrough(new DecompressionStream("gzip"));
+  return unpacked(new Uint8Array(await new Response(stream).arrayBuffer()), manifest.table);
+}
+
+// A packed file: "CELLAR2\n", its header's length (uint32, little-endian), the header (JSON:
+// meta data, and each array's dtype, shape and offset after the header), the arrays' bytes.
+function unpacked(bytes, name) {
+  const magic = new TextDecoder().decode(bytes.subarray(0, 8));
+  if (magic !== "CELLAR2\n") throw new Error(`${name}: not a cellar .bin file`);
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const body = 12 + view.getUint32(8, true);
+  const header = JSON.parse(new TextDecoder().decode(bytes.subarray(12, body)));
+  return { meta: header.meta, array: (key) => ({ ...header.arrays[key], view, at: body + header.arrays[key].offset }) };
+}
+
+// Every notebook's value of a table column (cellar.retrieval.table: values, text or json; the
+// service worker reads only those three).
+function tableColumn(table, name) {
+  const spec = table.meta.columns[name];
+  const rows = table.meta.rows;
+  const numbers = (key) => {
+    const { dtype, view, at } = table.array(key);
+    if (dtype === "<i4") return (i) => view.getInt32(at + 4 * i, true);
+    if (dtype === "<i8") return (i) => Number(view.getBigInt64(at + 8 * i, true));
+    throw new Error(`table column ${name}: unexpected dtype ${dtype}`);
+  };
+  if (spec.encoding === "values") {
+    const code = numbers(`${name}.codes`);
+    return Array.from({ length: rows }, (_, n) => spec.values[code(n)]);
+  }
+  const offset = numbers(`${name}.offsets`);
+  const { view, at } = table.array(`${name}.utf8`);
+  const decoder = new TextDecoder();
+  return Array.from({ length: rows }, (_, n) => {
+    const text = decoder.decode(new Uint8Array(view.buffer, view.byteOffset + at + offset(n), offset(n + 1) - offset(n)));
+    return spec.encoding === "json" ? JSON.parse(text) : text;
+  });
 }
 
 // The shard files to keep at install, and the notebooks for the viewer: all of them while the
@@ -62,9 +98,9 @@ async function notebookTable(shard, manifest) {
 async function shardFiles(shard, manifest) {
   if (manifest.bytes > OFFLINE_SHARD_BYTES) return { names: manifest.boot, notebooks: [] };
   const table = await notebookTable(shard, manifest);
-  const { path, rendered } = table.columns;  // the table is by columns (cellar.retrieval.table)
-  const notebooks = path.map((notebook, n) => ({ path: notebook, rendered: rendered[n] }));
-  return { names: [...Object.keys(manifest.files), ...table.containers], notebooks };
+  const rendered = tableColumn(table, "rendered");
+  const notebooks = tableColumn(table, "path").map((path, n) => ({ path, rendered: rendered[n] }));
+  return { names: [...Object.keys(manifest.files), ...tableColumn(table, "container")], notebooks };
 }
 
 // A shard file's name, as the manifest lists it or as a container is named (by its hash).

@@ -17,3 +17,22 @@ from cellar.site import bridge
 """
     expected = [[bridge.chunk_explorer(*case) for case in CASES], bridge.run_code(SOURCE)]
     assert pyodide.run(code) == json.loads(json.dumps(expected))
+
+
+def test_the_site_wheels_modules_are_imported_from_their_bytecode(pyodide):
+    """The site ships its wheels with bytecode compiled by this Pyodide (cellar.site.bytecode), so
+    a page imports cellar and snowballstemmer without compiling a source."""
+    code = """
+import importlib.util, sys
+import cellar.site.bridge, cellar.retrieval.search, snowballstemmer
+modules = [m for name, m in sys.modules.items() if name.split(".")[0] in ("cellar", "snowballstemmer")]
+def from_bytecode(module):
+    cached = module.__spec__.cached
+    with open(cached, "rb") as pyc:
+        header = pyc.read(16)
+    source = open(module.__file__, "rb").read()
+    return header[:4] == importlib.util.MAGIC_NUMBER and header[8:16] == importlib.util.source_hash(source)
+[len(modules), [m.__name__ for m in modules if not from_bytecode(m)]]
+"""
+    count, compiled_here = pyodide.run(code)
+    assert count > 20 and compiled_here == []

@@ -16,6 +16,7 @@ from cellar.retrieval.index import build_index_from_directory
 from cellar.retrieval.publish import write_shard
 from cellar.retrieval.search import Filters, Searcher
 from cellar.retrieval.shard import open_shard
+from cellar.retrieval.table import NotebookTable
 
 writers = demo_documents_writers()
 
@@ -127,7 +128,7 @@ def test_fields_and_sources_filter_entries_without_reading_chunks(built, model):
     assert {nb["hits"][0]["citation"] for nb in answer["notebooks"] + answer.get("closest", [])} <= {
         "T2-2017-04411", "T2-2019-00345",
     }  # fmt: skip
-    allowed = searcher._allowed(Filters(sources=("records",)))
+    allowed = Filters(sources=("records",)).mask(NotebookTable.of(built.index.notebooks))
     assert [nb.get("entry") for nb, ok in zip(built.index.notebooks, allowed) if ok] == [
         "T2-2017-04411", "T2-2018-00012", "T2-2019-00345",
     ]  # fmt: skip

@@ -89,7 +89,7 @@ def test_shard_round_trip(built, shard_dir, model):
         entry = index.notebooks[n]
         np.testing.assert_allclose(vectors, index.dense()[entry["start"] : entry["end"]], rtol=0, atol=0)
     manifest = shard.manifest
-    assert manifest["format"] == 2 and manifest["model"] == {"id": model.id, "sha256": model.sha256}
+    assert manifest["format"] == 3 and manifest["model"] == {"id": model.id, "sha256": model.sha256}
     assert manifest["counts"]["chunks"] == index.n_chunks
     on_disk = {p.relative_to(shard_dir).as_posix() for p in shard_dir.rglob("*") if p.is_file()}
     # The manifest lists every file but the containers, which the notebook table (a boot file) lists.
@@ -126,6 +126,31 @@ def test_a_reader_that_lacks_files_is_told_which(built):
     assert need.value.names == [shard.containers[0], manifest["lexical"]["files"][0]]
     fetched |= set(need.value.names)
     shard.require(need.value.names)
+
+
+def test_a_reader_keeps_what_it_decoded_within_its_limit_and_reads_again_what_it_let_go(built, model):
+    """A tab's memory never shrinks, so a reader keeps a bounded amount of decoded files: one
+    whose limit holds a single file answers like one that keeps everything, reading files again
+    as it goes; one that keeps everything reads a question's files once."""
+    from cellar.retrieval.search import Searcher
+
+    files = shard_files(built.index)
+    reads: dict[str, list[str]] = {"roomy": [], "tight": []}
+
+    def reader(log: list[str]):
+        return lambda name: log.append(name) or files[name]
+
+    roomy = Searcher(Shard(reader(reads["roomy"])), model)
+    tight = Searcher(Shard(reader(reads["tight"]), decoded_limit=1), model)
+    queries = ["tank volume", "pipe friction factor", "ballast water", "tank volume"]
+    for query in queries:
+        answers = [searcher.search(query, k=3) for searcher in (tight, roomy)]
+        for answer in answers:
+            answer.pop("timings_ms")
+        assert answers[0] == answers[1], query
+    read_roomy, read_tight = reads["roomy"], reads["tight"]
+    assert len(read_roomy) == len(set(read_roomy))  # the repeated question read nothing again
+    assert len(read_tight) > len(read_roomy) and set(read_tight) == set(read_roomy)
 
 
 def _role_file(shard_dir: Path, role: str) -> str:
@@ -190,7 +215,7 @@ def test_other_format_is_refused(shard_dir):
     manifest = json.loads((shard_dir / MANIFEST).read_text())
     manifest["format"] = 1
     (shard_dir / MANIFEST).write_text(json.dumps(manifest))
-    with pytest.raises(ShardError, match="shard format 1, this cellar reads format 2"):
+    with pytest.raises(ShardError, match="shard format 1, this cellar reads format 3"):
         open_shard(shard_dir)
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from cellar.lessons.lesson import read_lesson_files
 from cellar.retrieval.embedding import default_model_dir
+from cellar.retrieval.table import NotebookTable
 from cellar.site import bridge
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -142,7 +143,7 @@ def test_search_asks_once_for_the_fragments_it_needs_then_answers_as_the_searche
         if fetched == 0:
             assert set(rounds[0]) == first
         top = {whole.container_name(numbers[nb["path"]]) for nb in shown}
-        assert top <= {name for names in rounds for name in names} | set(whole._cache)
+        assert top <= {name for names in rounds for name in names} | set(whole._decoded)
         fetched += sum(len(names) for names in rounds)
         marked = []
         for nb in (*answer["notebooks"], *answer.get("closest", ())):
@@ -160,10 +161,9 @@ def test_search_asks_once_for_the_fragments_it_needs_then_answers_as_the_searche
     assert len(list((shard / "notebooks").iterdir())) < len(index.notebooks)
 
 
-def test_the_catalogue_offers_the_tables_filters_in_one_pass():
+def test_the_catalogue_offers_the_tables_filters_from_its_columns():
     """Years, projects (with their first notebook's title), sources in their order and the records'
-    fields but the date, from a generator: one pass over the table, which at 41,000 notebooks
-    makes every entry."""
+    fields but the date, from the notebook table's columns."""
     entries = [
         {"title": "Ballast 17-042", "meta": {"year": 2017, "project": "17-042"}},
         {"title": "Ballast, revised", "meta": {"year": 2019, "project": "17-042"}},
@@ -174,10 +174,10 @@ def test_the_catalogue_offers_the_tables_filters_in_one_pass():
         },
         {"title": "T2-2", "meta": {"source": "records", "fields": {"machine": "T1-0001"}}},
     ]
-    assert bridge.catalogue(entry for entry in entries) == {
+    assert bridge.catalogue(NotebookTable.of(entries)) == {
         "years": [2017, 2019],
         "projects": [("17-042", "Ballast 17-042")],
         "sources": ["notebook", "clauses", "records"],
         "fields": {"machine": ["T1-0001", "T2-0457"]},
     }
-    assert bridge.catalogue([])["years"] is None
+    assert bridge.catalogue(NotebookTable.of([]))["years"] is None

@@ -35,6 +35,7 @@ from cellar.ingest.discovery import read_document
 from cellar.ingest.documents.blocks import Block, search_prefix
 from cellar.ingest.documents.extract import extract
 from cellar.ingest.documents.notes import record_year
+from cellar.ingest.documents.view import document_view
 from cellar.ingest.metadata import Rule, document_meta
 from cellar.ingest.notebook import Cell, Notebook, NotebookWarning, Output, load_notebook, relative_path
 from cellar.ingest.outputs import IMAGES, chunk_output
@@ -105,7 +106,8 @@ def chunk_document(data: bytes, path: str, rules: Sequence[Rule] = ()) -> Chunke
     for block in extracted.blocks:
         if block.end <= len(text):
             _block(maker, text, block, place, extracted.designation)
-    return Chunked(tuple(maker.chunks), dict(maker.skipped), text, extracted.title)
+    view = document_view(path, maker.revision, extracted, text)
+    return Chunked(tuple(maker.chunks), dict(maker.skipped), text, extracted.title, view)
 
 
 def _block(maker: ChunkMaker, text: str, block: Block, place: str, designation: str | None) -> None:

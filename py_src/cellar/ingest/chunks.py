@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,6 +65,7 @@ class Chunked:
     skipped: dict[str, int]
     source: Notebook | str
     title: str | None = None  # a document's title (its first heading, a standard's designation)
+    document: Mapping[str, Any] | None = None  # a document's published view (cellar.ingest.documents.view)
 
 
 def original_text(notebook: Notebook, chunk: Chunk) -> str:

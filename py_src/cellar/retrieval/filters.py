@@ -2,16 +2,18 @@
 
 A filter never fetches a chunk: the year, project, path, deprecation, source and a record's
 structured fields are the entry's catalogue (``NotebookEntry.meta``), and the chunk kinds its
-kind bitmask (``cellar.retrieval.search``).
+kind bitmask, all columns of the notebook table (``cellar.retrieval.table``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from cellar.records import KINDS
+from cellar.retrieval.table import NotebookTable
 
 SOURCES = ("notebook", "document", "clauses", "records")  # what an index entry is (meta.source)
 
@@ -38,22 +40,33 @@ class Filters:
         if strange:
             raise ValueError(f"unknown source(s) {strange}; choose from {list(SOURCES)}")
 
-    def notebook_allowed(self, entry: Mapping[str, Any]) -> bool:
-        meta = entry["meta"]
-        year = meta.get("year")
-        if meta.get("deprecated") and not self.include_deprecated:
-            return False
-        if (self.year_from is not None or self.year_to is not None) and year is None:
-            return False
-        if self.year_from is not None and year < self.year_from:
-            return False
-        if self.year_to is not None and year > self.year_to:
-            return False
-        if self.project is not None and meta.get("project") != self.project:
-            return False
-        if self.sources and meta.get("source", "notebook") not in self.sources:
-            return False
-        fields = meta.get("fields") or {}
-        if any(fields.get(key) != value for key, value in self.fields):
-            return False
-        return self.path_prefix is None or entry["path"].startswith(self.path_prefix)
+    def mask(self, table: NotebookTable) -> np.ndarray:
+        """Per entry of ``table``, whether the filters let it in. Each test runs on a column's
+        distinct values (``NotebookTable.where``), not on 41,000 entries made one by one."""
+        allowed = np.ones(len(table), dtype=bool)
+        if not self.include_deprecated:
+            allowed &= table.where("meta.deprecated", lambda deprecated: not deprecated)
+        if self.year_from is not None or self.year_to is not None:
+            allowed &= table.where("meta.year", self._year_allowed)
+        if self.project is not None:
+            allowed &= table.where("meta.project", lambda project: project == self.project)
+        if self.sources:
+            allowed &= table.where("meta.source", lambda source: (source or "notebook") in self.sources)
+        if self.fields:
+            allowed &= table.where(
+                "meta.fields", lambda fields: all((fields or {}).get(key) == value for key, value in self.fields)
+            )
+        if self.path_prefix is not None:
+            allowed &= table.starts_with("path", self.path_prefix)
+        if self.kinds:
+            bits = sum(1 << KINDS.index(kind) for kind in set(self.kinds))
+            # an entry without a kind bitmask (an in-memory index's) may hold any kind
+            allowed &= table.where("kinds", lambda kinds: kinds is None or bool(kinds & bits))
+        return allowed
+
+    def _year_allowed(self, year: Any) -> bool:
+        return (
+            year is not None
+            and (self.year_from is None or year >= self.year_from)
+            and (self.year_to is None or year <= self.year_to)
+        )

@@ -37,12 +37,12 @@ from cellar import __version__
 from cellar.records import KINDS, ChunkRecord
 from cellar.retrieval.analysis import Analyzer, AnalyzerSettings
 from cellar.retrieval.embedding import StaticModel, load_model, quantise_rows
-from cellar.retrieval.packing import container, container_records, pack, unpack
+from cellar.retrieval.packing import canonical, compress, container, container_records, pack, unpack
 
 if TYPE_CHECKING:  # the query path imports Render from here, not the chunker
     from cellar.ingest.metadata import Rule
 
-CACHE_FORMAT = 5
+CACHE_FORMAT = 6
 # An entry's catalogue: a notebook's metadata; a document's source kind (document, clauses,
 # records: absent for a notebook) and a record's structured fields, which the filters read.
 NOTEBOOK_META = ("project", "author", "year", "vessel_class", "tags", "deprecated", "source", "fields")
@@ -108,6 +108,7 @@ class Part:
     kinds: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint8))  # codes into KINDS
     entries: list[dict[str, Any]] = field(default_factory=list)
     render: tuple[str, str | None, str | None] | None = None  # (status, reason, rendered)
+    document: bytes | None = None  # a document's published view, gzip JSON (cellar.ingest.documents.view)
     problems: list[str] = field(default_factory=list)
     error: str | None = None
 
@@ -308,7 +309,9 @@ def prepare(
             terms.append(analyzer.terms(text))
             fresh += 1
     made = make_part(task.path, task.key, records, terms, vectors, scales, cell_count, title)
-    return replace(made, render=part.render, problems=problems)
+    view = getattr(chunked, "document", None)
+    document = compress(canonical(view)) if view is not None else None
+    return replace(made, render=part.render, problems=problems, document=document)
 
 
 def embedded_text(record: Mapping[str, Any], analyzer: Analyzer) -> str:
@@ -409,6 +412,7 @@ class Cache:
                 part.cells, part.outputs, part.kinds = arrays["cells"], arrays["outputs"], arrays["kinds"]
                 part.terms = meta["terms"] if meta["terms"] is not None else _split(arrays)
                 part.entries = _entries(meta["entries"], arrays)
+                part.document = arrays["document"].tobytes() if meta.get("document") else None
                 if not len(part.terms) == len(part.vectors) == len(part.scales) == part.n_chunks:
                     return None
         except (OSError, ValueError, KeyError, TypeError):
@@ -435,6 +439,8 @@ class Cache:
                 "terms": np.frombuffer(SEPARATOR.join(t for terms in part.terms for t in terms).encode(), np.uint8),
                 "term_counts": np.array([len(terms) for terms in part.terms], dtype=np.int32),
             }
+            if part.document is not None:
+                arrays["document"] = np.frombuffer(part.document, np.uint8)
         meta = {
             "key": part.key,
             "path": part.path,
@@ -443,6 +449,7 @@ class Cache:
             "entries": [{"notebook": e["notebook"], "chunks": e["chunks"]} for e in part.entries],
             "problems": part.problems,
             "error": part.error,
+            "document": part.document is not None,
         }
         temporary = file.with_name(f".{file.name}.{os.getpid()}.tmp")
         temporary.write_bytes(pack(arrays, meta))

@@ -65,6 +65,7 @@ class Index:
     model_sha256: str
     containers: list[bytes]
     pseudo_questions: np.ndarray  # float32 (n, dims): question-like vectors (``pseudo_questions``)
+    documents: dict[str, bytes] = field(default_factory=dict)  # path -> published view (gzip JSON)
     calibration: dict[str, Any] = field(default_factory=dict)
     _dense: np.ndarray | None = field(default=None, init=False, repr=False)
 
@@ -173,6 +174,7 @@ def index_from_parts(
         model_id=model.id,
         model_sha256=model.sha256,
         containers=containers,
+        documents={part.path: part.document for part in chosen if part.document is not None},
     )
 
 

@@ -63,6 +63,7 @@ from cellar.records import KINDS, Answer, Hit, NeighbourhoodEntry, NotebookResul
 from cellar.retrieval.analysis import Analyzer
 from cellar.retrieval.answer_cell import intent, order_hits
 from cellar.retrieval.bilingual import QUESTION_WORDS, Reading, Translator, load_table, read_in_english
+from cellar.retrieval.blocks import Asked, asked, block_terms, known_share, order_blocks
 from cellar.retrieval.context import TEXT_LIMIT, section_context
 from cellar.retrieval.embedding import StaticModel
 from cellar.retrieval.filters import Filters
@@ -202,9 +203,12 @@ class Searcher:
         wanted = np.zeros(len(KINDS), dtype=bool) if filters.kinds else np.ones(len(KINDS), dtype=bool)
         wanted[[KINDS.index(kind) for kind in filters.kinds]] = True
         clock.lap("analyse")
-        columns: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        bm25_rows = np.zeros(0, np.int64)
-        bm25_scores = np.zeros(0, np.float32)
+        # Per chunk of the archive: its BM25 score and its kind where the query met it. Arrays
+        # as long as the archive, but one pass each: sorting the postings instead (np.unique) took
+        # several times their size at 41,000 notebooks, where a common term has 300,000 rows.
+        n_chunks = int(self.source.starts[-1])
+        bm25_by_row = np.zeros(n_chunks, np.float32)
+        kind_by_row = np.zeros(n_chunks, np.uint8)
         candidates = []
         if mode != "dense":
             columns = [p for p in map(self.source.postings, terms) if p is not None]
@@ -213,29 +217,27 @@ class Searcher:
             columns += translated
             if columns:
                 rows = np.concatenate([c[0] for c in columns])
-                bm25_rows, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
-                bm25_scores = _bm25_sum(columns, inverse.ravel(), len(bm25_rows), len(translated))
-                kinds = np.concatenate([c[2] for c in columns])[first]
-                keep = allowed[self.source.notebook_of(bm25_rows)] & wanted[kinds] & (bm25_scores > 0.0)
-                candidates.append(_top_of(bm25_rows[keep], bm25_scores[keep], DEPTH))
+                bm25_by_row = _bm25_sum(columns, rows, n_chunks, len(translated))
+                kind_by_row[rows] = np.concatenate([c[2] for c in columns])
+                bm25_rows = np.flatnonzero(bm25_by_row)
+                keep = allowed[bm25_rows] & wanted[kind_by_row[bm25_rows]]
+                candidates.append(_top_of(bm25_rows[keep], bm25_by_row[bm25_rows[keep]], DEPTH))
         clock.lap("bm25")
         dense_rows = np.zeros(0, np.int64)
         dense_scores = np.zeros(0, np.float32)
-        dense_kinds = None
         if rank_by is not None:
             dense_rows, dense_scores, dense_kinds = self.source.dense(rank_by)
-            keep = allowed[self.source.notebook_of(dense_rows)] & wanted[dense_kinds]
+            kind_by_row[dense_rows] = dense_kinds
+            keep = allowed[dense_rows] & wanted[dense_kinds]
             candidates.append(_top_of(dense_rows[keep], dense_scores[keep], DEPTH))
         clock.lap("dense")
         weight = {"bm25": 0.0, "dense": 1.0, "hybrid": DENSE_WEIGHT}[mode]
         rows = np.unique(np.concatenate(candidates)) if candidates else np.zeros(0, np.int64)
-        owners = self.source.notebook_of(rows)
-        kinds_of = _lookup(rows, *_kinds_table(columns, dense_rows, dense_kinds)).astype(np.int64)
         ranked = self._rank(
             rows,
-            owners,
-            kinds_of,
-            _lookup(rows, bm25_rows, bm25_scores, 0.0) if mode != "dense" else None,
+            self.source.notebook_of(rows),
+            kind_by_row[rows].astype(np.int64),
+            bm25_by_row[rows].astype(np.float64) if mode != "dense" else None,
             _lookup(rows, dense_rows, dense_scores, np.nan) if vectors is not None else None,
             weight,
         )
@@ -256,8 +258,12 @@ class Searcher:
         start = time.perf_counter()
         refused, evidence = ranking.refused, ranking.evidence
         asks = intent(ranking.query)
+        # a document's blocks are ordered by their own evidence (cellar.retrieval.blocks)
+        question = asked(ranking.query)
+        reading = self._read_in_english(ranking.query)
+        document = (question, block_terms(ranking.terms, reading.held_by, question, self.analyzer.terms))
         shown = [
-            self._notebook(n, score, chunks, asks, ranking.kinds)
+            self._notebook(n, score, chunks, asks, ranking.kinds, document)
             for n, score, chunks in ranking.notebooks
             if n in ranking.needs
         ]
@@ -299,23 +305,15 @@ class Searcher:
         return self.model.encode([query, reading.text] if reading.text else [query])
 
     def _allowed(self, filters: Filters) -> np.ndarray:
-        """Per notebook, whether the filters let it in: its catalogue columns, and for a kind
-        filter its kind bitmask (a notebook with no chunk of those kinds is out). Kept per
-        filters: a page asks many questions under the same ones."""
+        """Per chunk, whether the filters let its notebook in (``Filters.mask``: its catalogue
+        columns, and for a kind filter its kind bitmask). Kept per filters: a page asks many
+        questions under the same ones."""
         if filters not in self._allowed_cache:
-            if len(self._allowed_cache) > 32:
+            if len(self._allowed_cache) > 8:
                 self._allowed_cache.clear()
-            self._allowed_cache[filters] = self._allowed_now(filters)
+            per_notebook = filters.mask(self.source.table)
+            self._allowed_cache[filters] = np.repeat(per_notebook, np.diff(self.source.starts))
         return self._allowed_cache[filters]
-
-    def _allowed_now(self, filters: Filters) -> np.ndarray:
-        mask = 0
-        for kind in filters.kinds:
-            mask |= 1 << KINDS.index(kind)
-        return np.array(
-            [filters.notebook_allowed(nb) and (not mask or bool(_kinds_mask(nb) & mask)) for nb in self.notebooks],
-            dtype=bool,
-        ).reshape(-1)
 
     def _rank(
         self,
@@ -421,7 +419,12 @@ class Searcher:
         }
         if "source" in meta:  # a document: its source's thresholds judge it (thresholds_for)
             evidence["source"] = meta["source"]
+            # and a document's prose names what it covers: words no file uses tell (blocks.known_share)
+            evidence["known"] = known_share(zip(weights, judged), self._knows, held_by, self.analyzer.terms)
         return evidence
+
+    def _knows(self, term: str) -> bool:
+        return self.source.postings(term) is not None
 
     def _in_notebook(self, term: str, entry: Mapping[str, Any]) -> bool:
         postings = self.source.postings(term)
@@ -468,7 +471,13 @@ class Searcher:
         return reason
 
     def _notebook(
-        self, n: int, score: float, rows: Sequence[tuple[int, float]], asks: str = "locate", kinds: Sequence[str] = ()
+        self,
+        n: int,
+        score: float,
+        rows: Sequence[tuple[int, float]],
+        asks: str = "locate",
+        kinds: Sequence[str] = (),
+        document: tuple[Asked, Sequence[str]] | None = None,
     ) -> NotebookResult:
         """Notebook ``n``'s entry of the answer; its hits in ``answer_cell.order_hits``'s order for
         a question that ``asks`` for a value, a place or an explanation, of the ``kinds`` a filter
@@ -476,6 +485,9 @@ class Searcher:
         entry = self.notebooks[n]
         records = self.fragment(n)
         start = entry["start"]
+        if document is not None and records and "citation" in records[0].get("meta", {}) and not kinds:
+            naming = f"{entry['title']} {entry['path']}"
+            rows = order_blocks(rows, records, start, document[1], document[0], self.analyzer.terms, naming)
         kind_of = {row: KINDS.index(records[row - start]["kind"]) for row, _ in rows}
         hits: list[Hit] = []
         for row, chunk_score in order_hits(rows, records, start, kind_of, asks, kinds)[:HITS_PER_NOTEBOOK]:
@@ -577,17 +589,17 @@ def _top_of(rows: np.ndarray, scores: np.ndarray, depth: int) -> np.ndarray:
 
 
 def _bm25_sum(
-    columns: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]], inverse: np.ndarray, n: int, translated: int
+    columns: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]], rows: np.ndarray, n: int, translated: int
 ) -> np.ndarray:
-    """BM25 of the ``n`` distinct rows (``inverse``: each gathered posting's row among them) from
-    the query's columns, plus ``TRANSLATION_WEIGHT`` times that of the last ``translated`` ones
-    (a Dutch question's English reading). Per side one bincount in float64, rounded once (as
-    BM25.score), the sides summed in float32: the scores of the Index's full vectors, to the bit."""
+    """BM25 per chunk (``n`` of them; ``rows``: each gathered posting's chunk) from the query's
+    columns, plus ``TRANSLATION_WEIGHT`` times that of the last ``translated`` ones (a Dutch
+    question's English reading). Per side one bincount in float64, rounded once (as BM25.score),
+    the sides summed in float32: the scores of the Index's full vectors, to the bit."""
     split = sum(len(c[0]) for c in columns[: len(columns) - translated])
     weights = np.concatenate([c[1] for c in columns])
-    scores = np.bincount(inverse[:split], weights[:split], minlength=n).astype(np.float32)
+    scores = np.bincount(rows[:split], weights[:split], minlength=n).astype(np.float32)
     if translated:
-        english = np.bincount(inverse[split:], weights[split:], minlength=n).astype(np.float32)
+        english = np.bincount(rows[split:], weights[split:], minlength=n).astype(np.float32)
         scores = scores + np.float32(TRANSLATION_WEIGHT) * english
     return scores
 
@@ -600,23 +612,6 @@ def _lookup(rows: np.ndarray, keys: np.ndarray, values: np.ndarray, missing: flo
         hit = keys[at] == rows
         out[hit] = values[at[hit]]
     return out
-
-
-def _kinds_table(
-    columns: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]], dense_rows: np.ndarray, dense_kinds: np.ndarray | None
-) -> tuple[np.ndarray, np.ndarray, float]:
-    """(rows ascending, their kind codes, a filler) from what was read: postings and clusters."""
-    rows = [c[0] for c in columns] + ([dense_rows] if dense_kinds is not None else [])
-    kinds = [c[2] for c in columns] + ([dense_kinds] if dense_kinds is not None else [])
-    if not rows:
-        return np.zeros(0, np.int64), np.zeros(0, np.uint8), 0.0
-    keys, first = np.unique(np.concatenate(rows), return_index=True)
-    return keys, np.concatenate(kinds)[first], 0.0
-
-
-def _kinds_mask(entry: Mapping[str, Any]) -> int:
-    """A notebook's kind bitmask (bit i: a chunk of KINDS[i]); an entry without one has all."""
-    return int(entry.get("kinds", (1 << len(KINDS)) - 1))
 
 
 def _notebook_scores(owners: Sequence[int], kinds: Sequence[int], scores: Sequence[float]) -> dict[int, float]:
@@ -651,6 +646,7 @@ def refuses(evidence: Mapping[str, Any], thresholds: Mapping[str, float]) -> boo
     return (
         (evidence["coverage"] < thresholds["min_coverage"] and not unknown_words_left_to_meaning(evidence))
         or evidence["numbers"] < thresholds["min_numbers"]
+        or evidence.get("known", 1.0) < thresholds.get("min_known", 0.0)
         or (similarity is not None and similarity < thresholds["min_similarity"])
     )
 

@@ -1,20 +1,21 @@
-"""The shard (format 2): an Index on disk as files a static site serves, cut so that a query
-fetches only what it needs. What the tab fetches before its first result grows with the number
-of notebooks, not of chunks.
+"""The shard (manifest format 3): an Index on disk as files a static site serves, cut so that a
+query fetches only what it needs. What the tab fetches before its first result grows with the
+number of notebooks, not of chunks.
 
     manifest.json                 the one fixed name: format, cellar version, model id + SHA-256,
                                   analyser settings, BM25 statistics (N, avgdl, k1, b), counts,
-                                  refusal calibration, the notebook table (with a kind bitmask per
-                                  notebook, what filters need), the term ranges of the postings
-                                  partitions, the cluster files, the container of every notebook,
-                                  and every file with its bytes and SHA-256 (plus its own checksum)
+                                  refusal calibration, the term ranges of the postings partitions,
+                                  the cluster files, the boot files, and every file but the
+                                  containers with its bytes and SHA-256 (plus its own checksum)
+    table/<hash>.bin.gz           boot: the notebook table by columns (cellar.retrieval.table):
+                                  entries, kind bitmasks (what filters need), containers + SHA-256
     dense/<hash>.bin.gz           boot: the IVF centroids (float16, one row per cluster)
     terms/<hash>.bin.gz           a postings partition: a contiguous range of the sorted vocabulary
-                                  with, per term, its postings (chunk row, kind, and the BM25 score
-                                  today's precomputed score matrix holds: the CSC slice of those
-                                  columns); df is the length of a term's postings
+                                  with each term's postings (chunk row, kind, BM25 score: the CSC
+                                  slice of the score matrix); df is a term's postings' length
     clusters/<hash>.bin.gz        an IVF cluster: its chunk rows, kinds, int8 codes and scales
     notebooks/<hash>.bin.gz       a notebook's container: its chunk records, int8 vectors, scales
+    documents/<hash>.json.gz      a document's published view (its text and blocks): the viewer's
 
 Every file but the manifest is gzip-compressed (deterministically: no time stamp) and named by
 the SHA-256 of its compressed bytes, so a file whose content did not change keeps its name (and
@@ -38,7 +39,8 @@ import gzip
 import json
 import os
 import zlib
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,10 +53,15 @@ from cellar.retrieval.embedding import StaticModel
 from cellar.retrieval.packing import canonical, unpack
 from cellar.retrieval.table import NotebookTable
 
-FORMAT = 2
+FORMAT = 3  # 3: the notebook table packed by columns (cellar.retrieval.table), not JSON
 MANIFEST = "manifest.json"
 MANIFEST_KEYS = ("model", "analyzer", "bm25", "counts", "calibration", "files", "lexical", "dense")
 PARTITION_POSTINGS = 4096  # postings per terms partition (a term is never split)
+# What a reader keeps of the files it decoded (Shard._keep). A tab's WebAssembly memory never
+# shrinks: at 41,000 notebooks a question decodes about 7 MB of partitions and clusters, which,
+# all kept, would grow the tab by that much for every question asked.
+DECODED_BYTES = 48 << 20
+TERM_BYTES, RECORD_BYTES = 400, 1000  # about what a term's postings entry and a chunk record take as objects
 
 
 class ShardError(ValueError):
@@ -73,6 +80,49 @@ class NeedFiles(Exception):
         self.names = list(names)
 
 
+def checked_manifest(data: bytes, source: str) -> dict[str, Any]:
+    """The manifest of the shard at `source` from its bytes, once its checksum and format hold."""
+    where = f"{source}/{MANIFEST}"
+    try:
+        manifest = json.loads(data)
+        claimed = manifest.pop("checksum")
+    except (UnicodeDecodeError, json.JSONDecodeError, KeyError, AttributeError, TypeError) as error:
+        raise ShardError(f"{where}: damaged, not a shard manifest ({error})") from None
+    if manifest.get("format") != FORMAT:
+        raise ShardError(
+            f"{where}: shard format {manifest.get('format')!r}, this cellar reads format {FORMAT}: "
+            "index the archive again with `cellar index`"
+        )
+    if revision(canonical(manifest)) != claimed:
+        raise ShardError(f"{where}: damaged (its checksum does not match its content)")
+    missing = [key for key in MANIFEST_KEYS if not isinstance(manifest.get(key), dict | list)]
+    if missing:
+        raise ShardError(f"{where}: damaged, not a shard manifest (missing {', '.join(missing)})")
+    return manifest
+
+
+def checked_file(name: str, data: bytes, expected: Mapping[str, Any] | None, source: str) -> bytes:
+    """A shard file's bytes once they match `expected` (its bytes and SHA-256), decompressed."""
+    checked_bytes(name, data, expected, source)
+    try:
+        return gzip.decompress(data)
+    except (OSError, EOFError, zlib.error) as error:
+        raise ShardError(f"{source}/{name}: damaged, not gzip data ({error})") from None
+
+
+def checked_bytes(name: str, data: bytes, expected: Mapping[str, Any] | None, source: str) -> bytes:
+    """A shard file's bytes once they match `expected` (its bytes and SHA-256), as they are."""
+    if expected is None:
+        raise ShardError(f"{source}/{name}: not listed in {MANIFEST} or its table")
+    digest = revision(data)
+    if len(data) != expected["bytes"] or digest != expected["sha256"]:
+        raise ShardError(
+            f"{source}/{name}: damaged or replaced (SHA-256 mismatch: the file has {digest}, "
+            f"{len(data)} bytes; {MANIFEST} records {expected['sha256']}, {expected['bytes']} bytes)"
+        )
+    return data
+
+
 class Shard:
     """An opened, checked shard: its manifest and boot files (the centroids). Partitions,
     clusters and containers are read (checked, and kept) when a search first needs them.
@@ -81,18 +131,22 @@ class Shard:
     fetched); ``require(names)`` raises NeedFiles with those that cannot. None: all can."""
 
     def __init__(
-        self, read: Callable[[str], bytes], source: str = "shard", present: Callable[[str], bool] | None = None
+        self,
+        read: Callable[[str], bytes],
+        source: str = "shard",
+        present: Callable[[str], bool] | None = None,
+        *,
+        decoded_limit: int = DECODED_BYTES,
     ) -> None:
         self._read = read
         self._present = present
+        self.decoded_limit = decoded_limit
         self.source = source
         self.manifest = self._manifest()
-        self._cache: dict[str, tuple[Any, dict[str, np.ndarray]]] = {}
-        self._postings: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-        self._parsed: set[str] = set()
-        self._clusters: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
-        self._containers: dict[int, tuple[list[dict[str, Any]], np.ndarray]] = {}
-        self._container_at: dict[str, int] = {}  # a container's number, once the table is read
+        # What the files read so far decode to (a partition's postings by term, a cluster's
+        # arrays, a container's records and vectors), least recently used first, and their bytes.
+        self._decoded: OrderedDict[str, tuple[Any, int]] = OrderedDict()
+        self._decoded_bytes = 0
         if self.manifest.get("kinds") != list(KINDS):
             raise ShardError(
                 f"{source}/{MANIFEST}: chunk kinds {self.manifest.get('kinds')!r}, this cellar knows "
@@ -113,13 +167,14 @@ class Shard:
                 raise ValueError("the manifest's tables disagree in length")
         except (ValueError, KeyError, TypeError) as error:
             raise ShardError(f"{source}/{MANIFEST}: damaged, not a shard manifest ({error!r})") from None
-        self.notebooks = self._table()
-        self.containers = self.notebooks.containers
-        self._container_at = {name: n for n, name in enumerate(self.containers)}
-        self.model_id = self.manifest["model"]["id"]
-        self.model_sha256 = self.manifest["model"]["sha256"]
+        table = self._checked(self.table_file)  # a boot file: every notebook's entry and container
+        try:
+            self.notebooks = NotebookTable(table)
+        except (ValueError, KeyError, TypeError) as error:
+            raise ShardError(f"{source}/{self.table_file}: damaged, not a notebook table ({error!r})") from None
+        self.model_id, self.model_sha256 = self.manifest["model"]["id"], self.manifest["model"]["sha256"]
         self.calibration = self.manifest["calibration"]
-        self.starts = np.array([*self.notebooks.columns["start"], self.n_chunks], dtype=np.int64)
+        self.starts = np.append(self.notebooks.ints("start"), self.n_chunks)
         _, arrays = self._unpacked(dense["centroids"], ("centroids",))
         self.centroids = arrays["centroids"].astype(np.float32)
         if self.centroids.shape != (len(self.cluster_files), self.manifest["counts"]["dims"]):
@@ -132,44 +187,12 @@ class Shard:
     # -- reading and checking ------------------------------------------------------------------
 
     def _manifest(self) -> dict[str, Any]:
-        where = f"{self.source}/{MANIFEST}"
-        data = self._bytes(MANIFEST)
-        try:
-            manifest = json.loads(data)
-            claimed = manifest.pop("checksum")
-        except (UnicodeDecodeError, json.JSONDecodeError, KeyError, AttributeError, TypeError) as error:
-            raise ShardError(f"{where}: damaged, not a shard manifest ({error})") from None
-        if manifest.get("format") != FORMAT:
-            raise ShardError(
-                f"{where}: shard format {manifest.get('format')!r}, this cellar reads format {FORMAT}: "
-                "index the archive again with `cellar index`"
-            )
-        if revision(canonical(manifest)) != claimed:
-            raise ShardError(f"{where}: damaged (its checksum does not match its content)")
-        missing = [key for key in MANIFEST_KEYS if not isinstance(manifest.get(key), dict | list)]
-        if missing:
-            raise ShardError(f"{where}: damaged, not a shard manifest (missing {', '.join(missing)})")
-        return manifest
-
-    def _table(self) -> NotebookTable:
-        """The notebook table (a boot file): every notebook's entry, container and its checksum."""
-        try:
-            return NotebookTable(self._checked(self.table_file))
-        except (UnicodeDecodeError, ValueError, KeyError, TypeError) as error:
-            if isinstance(error, ShardError):
-                raise
-            raise ShardError(f"{self.source}/{self.table_file}: damaged, not a notebook table ({error!r})") from None
+        return checked_manifest(self._bytes(MANIFEST), self.source)
 
     @property
     def files(self) -> dict[str, dict[str, Any]]:
         """Every file's bytes and SHA-256: the manifest's, and the containers' from the table."""
         return {**self.listed, **self.notebooks.files()}
-
-    def _expected(self, name: str) -> dict[str, Any] | None:
-        if name in self.listed:
-            return self.listed[name]
-        n = self._container_at.get(name)
-        return None if n is None else {"bytes": self.notebooks.sizes[n], "sha256": self.notebooks.sums[n]}
 
     def _bytes(self, name: str) -> bytes:
         try:
@@ -177,52 +200,61 @@ class Shard:
         except OSError as error:
             raise ShardError(f"{self.source}/{name}: cannot read ({error.strerror or error})") from None
 
-    def _checked(self, name: str) -> bytes:
-        """The file's bytes once they match the manifest's SHA-256, decompressed."""
-        data = self._hashed(name)
+    def _checked(self, name: str, expected: Mapping[str, Any] | None = None) -> bytes:
+        """The file's bytes once they match the SHA-256 that the manifest (or, given as
+        ``expected``, the notebook table) records, decompressed."""
+        expected = expected or self.listed.get(name)
+        data = self._bytes(name) if expected is not None else b""
+        return checked_file(name, data, expected, self.source)
+
+    def _hashed(self, name: str, expected: Mapping[str, Any] | None = None) -> bytes:
+        """The file's bytes once they match the SHA-256 recorded, not decompressed (a file the
+        writer linked from a version it checked whole: ``check_all(hashed_only=...)``)."""
+        expected = expected or self.listed.get(name)
+        data = self._bytes(name) if expected is not None else b""
+        return checked_bytes(name, data, expected, self.source)
+
+    def _unpacked(
+        self, name: str, needed: Sequence[str] = (), expected: Mapping[str, Any] | None = None
+    ) -> tuple[Any, dict[str, np.ndarray]]:
+        """The file's meta data and arrays, checked (not kept: see ``_kept``)."""
+        data = self._checked(name, expected)
         try:
-            return gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as error:
-            raise ShardError(f"{self.source}/{name}: damaged, not gzip data ({error})") from None
+            meta, arrays = unpack(data)
+            absent = [key for key in needed if key not in arrays]
+            if absent:
+                raise ValueError(f"arrays {absent} missing")
+        except (ValueError, KeyError, TypeError) as error:
+            raise ShardError(f"{self.source}/{name}: damaged ({error!r})") from None
+        return meta, arrays
 
-    def _hashed(self, name: str) -> bytes:
-        """The file's bytes once they match the manifest's size and SHA-256."""
-        expected = self._expected(name)
-        if expected is None:
-            raise ShardError(f"{self.source}/{name}: not listed in {MANIFEST} or its table")
-        data = self._bytes(name)
-        digest = revision(data)
-        if len(data) != expected["bytes"] or digest != expected["sha256"]:
-            raise ShardError(
-                f"{self.source}/{name}: damaged or replaced (SHA-256 mismatch: the file has {digest}, "
-                f"{len(data)} bytes; {MANIFEST} records {expected['sha256']}, {expected['bytes']} bytes)"
-            )
-        return data
+    def _kept(self, name: str) -> Any:
+        """What ``name`` decoded to, if it is still kept (and now the most recently used)."""
+        if name not in self._decoded:
+            return None
+        self._decoded.move_to_end(name)
+        return self._decoded[name][0]
 
-    def _unpacked(self, name: str, needed: Sequence[str] = ()) -> tuple[Any, dict[str, np.ndarray]]:
-        if name not in self._cache:
-            try:
-                meta, arrays = unpack(self._checked(name))
-                absent = [key for key in needed if key not in arrays]
-                if absent:
-                    raise ValueError(f"arrays {absent} missing")
-            except (ValueError, KeyError, TypeError) as error:
-                if isinstance(error, ShardError):
-                    raise
-                raise ShardError(f"{self.source}/{name}: damaged ({error!r})") from None
-            self._cache[name] = (meta, arrays)
-        return self._cache[name]
+    def _keep(self, name: str, decoded: Any, size: int) -> Any:
+        """Keep ``decoded`` (about ``size`` bytes), letting go of the least recently used files
+        beyond ``decoded_limit`` (they are read again, from where they were fetched, if needed)."""
+        self._decoded[name] = (decoded, size)
+        self._decoded_bytes += size
+        while self._decoded_bytes > self.decoded_limit and len(self._decoded) > 1:
+            _, (_, freed) = self._decoded.popitem(last=False)
+            self._decoded_bytes -= freed
+        return decoded
 
     def _forget(self) -> None:
         """Let go of every file read so far (they are read and checked again when needed)."""
-        for kept in (self._cache, self._postings, self._parsed, self._clusters, self._containers):
-            kept.clear()
+        self._decoded.clear()
+        self._decoded_bytes = 0
 
     def require(self, names: Iterable[str]) -> None:
         """Raise NeedFiles naming those of ``names`` that cannot be read yet (see the class)."""
         if self._present is None:
             return
-        absent = [name for name in dict.fromkeys(names) if name not in self._cache and not self._present(name)]
+        absent = [name for name in dict.fromkeys(names) if name not in self._decoded and not self._present(name)]
         if absent:
             raise NeedFiles(absent)
 
@@ -254,13 +286,16 @@ class Shard:
             self._forget()
         for n, name in enumerate(self.containers):
             if name in hashed_only:
-                self._hashed(name)
+                self._hashed(name, self.notebooks.file(n)[1])
                 continue
             self.container(n)
             self._forget()
-        named = {*self.lexical_files, *self.cluster_files, *self.containers, self.manifest["dense"]["centroids"]}
+        documents = list(self.manifest.get("documents", {}).values())
+        for name in documents:  # the published documents (cellar.retrieval.published reads them)
+            self._checked(name)
+        named = {*self.lexical_files, *self.cluster_files, *self.containers, *documents, self.table_file}
         files = set(self.files)
-        if named | {self.table_file} != files:
+        if named | {self.manifest["dense"]["centroids"]} != files:
             raise ShardError(f"{self.source}/{MANIFEST}: lists files no table names ({sorted(named ^ files)})")
 
     # -- lexical ---------------------------------------------------------------------------------
@@ -275,9 +310,11 @@ class Shard:
     def partition_names(self, terms: Iterable[str]) -> list[str]:
         return list(dict.fromkeys(name for name in map(self.partition_name, terms) if name is not None))
 
-    def _partition(self, name: str) -> None:
-        if name in self._parsed:
-            return
+    def _partition(self, name: str) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """The postings of each term of partition ``name``."""
+        kept = self._kept(name)
+        if kept is not None:
+            return kept
         meta, arrays = self._unpacked(name, ("terms_utf8", "terms_offsets", "indptr", "rows", "kinds", "scores"))
         blob = arrays["terms_utf8"].tobytes()
         offsets = arrays["terms_offsets"].tolist()
@@ -285,19 +322,18 @@ class Shard:
         rows, kinds, scores = arrays["rows"], arrays["kinds"], arrays["scores"]
         if len(offsets) != len(indptr) or indptr[-1] != len(rows) or not len(rows) == len(kinds) == len(scores):
             raise ShardError(f"{self.source}/{name}: damaged (its arrays disagree)")
+        postings = {}
         for j in range(len(offsets) - 1):
             term = blob[offsets[j] : offsets[j + 1]].decode("utf-8")
             s, e = indptr[j], indptr[j + 1]
-            self._postings[term] = (rows[s:e], scores[s:e], kinds[s:e])
-        self._parsed.add(name)
+            postings[term] = (rows[s:e], scores[s:e], kinds[s:e])
+        size = sum(array.nbytes for array in arrays.values()) + TERM_BYTES * len(postings)
+        return self._keep(name, postings, size)
 
     def postings(self, term: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """(chunk rows ascending, BM25 scores, kinds) of ``term``; None for a term no chunk holds."""
         name = self.partition_name(term)
-        if name is None:
-            return None
-        self._partition(name)
-        return self._postings.get(term)
+        return None if name is None else self._partition(name).get(term)
 
     # -- dense -----------------------------------------------------------------------------------
 
@@ -313,38 +349,48 @@ class Shard:
         """(chunk rows, kinds, float32 vectors) of cluster ``c``. The int8 codes are what is kept:
         the float32 vectors, four times their size, are made for each call (a tab that probes
         a few dozen clusters a question would otherwise hold hundreds of MB of them)."""
-        if c not in self._clusters:
-            name = self.cluster_files[c]
+        name = self.cluster_files[c]
+        kept = self._kept(name)
+        if kept is None:
             _, arrays = self._unpacked(name, ("rows", "kinds", "codes", "scales"))
             rows, codes = arrays["rows"], arrays["codes"]
             if codes.shape != (len(rows), self.centroids.shape[1]) or len(arrays["scales"]) != len(rows):
                 raise ShardError(f"{self.source}/{name}: damaged (its arrays disagree)")
-            self._clusters[c] = (rows, arrays["kinds"], codes, arrays["scales"])
-        rows, kinds, codes, scales = self._clusters[c]
+            kept = (rows, arrays["kinds"], codes, arrays["scales"])
+            self._keep(name, kept, sum(array.nbytes for array in kept))
+        rows, kinds, codes, scales = kept
         return rows, kinds, codes.astype(np.float32) * scales[:, None]
 
     # -- notebooks ---------------------------------------------------------------------------------
 
+    @property
+    def containers(self) -> list[str]:
+        """Every notebook's container file, in the notebooks' order."""
+        return self.notebooks.containers
+
     def container_name(self, n: int) -> str:
-        return self.containers[n]
+        return self.notebooks.value("container", n)
 
     def container(self, n: int) -> tuple[list[dict[str, Any]], np.ndarray]:
         """Notebook ``n``'s chunk records (path and revision filled in) and float32 vectors."""
-        if n not in self._containers:
-            name = self.containers[n]
-            meta, arrays = self._unpacked(name, ("vectors", "scales"))
-            entry = self.notebooks[n]
-            try:
-                path, chunks = meta["path"], meta["chunks"]
-            except (KeyError, TypeError) as error:
-                raise ShardError(f"{self.source}/{name}: damaged, not a container ({error!r})") from None
-            if (path, meta.get("revision")) != (entry["path"], entry["revision"]):
-                raise ShardError(f"{self.source}/{name}: belongs to {path}, not {entry['path']}")
-            if len(chunks) != entry["end"] - entry["start"] or arrays["vectors"].shape[0] != len(chunks):
-                raise ShardError(f"{self.source}/{name}: damaged ({len(chunks)} chunks, the manifest disagrees)")
-            records = [{"path": path, "revision": entry["revision"], **chunk} for chunk in chunks]
-            self._containers[n] = (records, arrays["vectors"].astype(np.float32) * arrays["scales"][:, None])
-        return self._containers[n]
+        name, expected = self.notebooks.file(n)
+        kept = self._kept(name)
+        if kept is not None:
+            return kept
+        meta, arrays = self._unpacked(name, ("vectors", "scales"), expected)
+        entry = self.notebooks[n]
+        try:
+            path, chunks = meta["path"], meta["chunks"]
+        except (KeyError, TypeError) as error:
+            raise ShardError(f"{self.source}/{name}: damaged, not a container ({error!r})") from None
+        if (path, meta.get("revision")) != (entry["path"], entry["revision"]):
+            raise ShardError(f"{self.source}/{name}: belongs to {path}, not {entry['path']}")
+        if len(chunks) != entry["end"] - entry["start"] or arrays["vectors"].shape[0] != len(chunks):
+            raise ShardError(f"{self.source}/{name}: damaged ({len(chunks)} chunks, the manifest disagrees)")
+        records = [{"path": path, "revision": entry["revision"], **chunk} for chunk in chunks]
+        vectors = arrays["vectors"].astype(np.float32) * arrays["scales"][:, None]
+        size = vectors.nbytes + sum(RECORD_BYTES + len(chunk.get("text", "")) for chunk in chunks)
+        return self._keep(name, (records, vectors), size)
 
     def fragment(self, n: int) -> list[dict[str, Any]]:
         """The chunk records of notebook ``n``."""

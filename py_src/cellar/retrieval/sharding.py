@@ -1,4 +1,4 @@
-"""The shard's files (format 2, ``cellar.retrieval.shard``) made from an Index, as bytes: the
+"""The shard's files (``cellar.retrieval.shard``) made from an Index, as bytes: the
 postings partitions, the IVF clusters and centroids, the notebooks' containers, the notebook
 table and the manifest. Pure: the same index gives the same bytes.
 
@@ -27,7 +27,7 @@ from cellar.retrieval.index import Index
 from cellar.retrieval.ivf import choose_nprobe, cluster_count, kmeans, nearest_centroid
 from cellar.retrieval.packing import canonical, compress, hashed, pack
 from cellar.retrieval.shard import FORMAT, MANIFEST, PARTITION_POSTINGS
-from cellar.retrieval.table import table_json
+from cellar.retrieval.table import table_bytes
 
 T = TypeVar("T")
 
@@ -134,15 +134,17 @@ def shard_files(
         "clusters", (_cluster(index, order[bounds[c] : bounds[c + 1]], c) for c in range(len(centroids)))
     )
     centroid_file = add("dense", pack({"centroids": centroids.astype(np.float16)}))
+    # Each document's published view (its text and blocks, for the site's document viewer).
+    documents = {path: added("documents", data, "json") for path, data in sorted(index.documents.items())}
 
     notebooks, containers = [], []
     for entry, compressed in zip(index.notebooks, index.containers):
         containers.append(added("notebooks", compressed))
         notebooks.append({**entry, "kinds": _kind_mask(np.unique(kinds[entry["start"] : entry["end"]]))})
-    # The notebook table grows with the archive (41,000 notebooks: 20 MB of JSON, 5 MB gzipped):
-    # a boot file, compressed and checked like the others, not part of the manifest.
+    # The notebook table grows with the archive (41,000 notebooks: a few MB gzipped): a boot
+    # file, compressed and checked like the others, not part of the manifest.
     sizes = [len(files[name]) for name in containers]
-    table_file = add("table", canonical(table_json(notebooks, containers, sizes, sums)), "json")
+    table_file = add("table", table_bytes(notebooks, containers, sizes, sums))
     container_files = set(containers)
     kind_codes, kind_counts = np.unique(kinds, return_counts=True)
     manifest = {
@@ -164,6 +166,7 @@ def shard_files(
         "lexical": {"first": lexical_first, "files": lexical_files, "postings": partition_postings},
         "dense": {"centroids": centroid_file, "files": cluster_files, "nprobe": nprobe, "recall@50": recall},
         "boot": [centroid_file, table_file],
+        "documents": documents,  # path -> its published view (listed in files)
         "bytes": sum(len(data) for data in files.values()),  # the whole shard but the manifest
         # every file but the containers, which the table lists
         "files": {name: _described(data) for name, data in files.items() if name not in container_files},

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from cellar.retrieval.index import Index
+from cellar.retrieval.table import NotebookTable
 
 
 def cosines(vectors: np.ndarray, query_vectors: np.ndarray) -> np.ndarray:
@@ -34,6 +35,7 @@ class MemorySource:
     def __init__(self, index: Index, fragment: Callable[[int], list[dict[str, Any]]] | None = None) -> None:
         self.index = index
         self.notebooks = index.notebooks
+        self.table = NotebookTable.of(index.notebooks)  # what filters read
         self.analyzer = index.analyzer
         self.model_id, self.model_sha256 = index.model_id, index.model_sha256
         self.calibration = index.calibration
@@ -84,7 +86,7 @@ class ShardSource:
 
     def __init__(self, shard: Any, nprobe: int | None = None) -> None:
         self.shard = shard
-        self.notebooks = shard.notebooks
+        self.notebooks = self.table = shard.notebooks
         self.analyzer = shard.analyzer
         self.model_id, self.model_sha256 = shard.model_id, shard.model_sha256
         self.calibration = shard.calibration
@@ -114,10 +116,13 @@ class ShardSource:
         return self.shard.postings(term)
 
     def dense(self, query_vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        parts = [self.shard.cluster(c) for c in self.probe(query_vectors)]
+        parts = []
+        for c in self.probe(query_vectors):  # a cluster's float32 vectors let go once scored
+            rows, kinds, vectors = self.shard.cluster(c)
+            parts.append((rows, kinds, cosines(vectors, query_vectors)))
         rows = np.concatenate([p[0] for p in parts]).astype(np.int64)
         kinds = np.concatenate([p[1] for p in parts])
-        cosine = np.concatenate([cosines(p[2], query_vectors) for p in parts])
+        cosine = np.concatenate([p[2] for p in parts])
         order = np.argsort(rows, kind="stable")
         return rows[order], cosine[order], kinds[order]
 

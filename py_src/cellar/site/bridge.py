@@ -8,21 +8,20 @@ window) comes back as a message, not an exception, so a widget can show it.
 Files come from the page: it has the worker fetch them into Python's (in-memory) file system
 (`callWith({files})`), so a function here reads a directory such as `/shard`. The embedding
 model is the one installed with the cellar wheel (cellar.retrieval.embedding.default_model).
+
+Each function imports what it needs: the search page's first answer waits for every module the
+bridge imports, and Pyodide imports from a zip archive several times slower than CPython.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from cellar.lessons import lesson as lessons
-from cellar.ingest.chunks import ANSI
-from cellar.ingest.provenance import snapshot
-from cellar.ingest.windows import audit, word_windows
 from cellar.retrieval.embedding import default_model
 
 # Output a runaway print loop could pile up before the time limit stops it: keep the start
@@ -32,6 +31,8 @@ OUTPUT_LIMIT = 100_000
 
 def lesson_page(files: Mapping[str, str], lang: str) -> dict[str, Any]:
     """One language's view of the lesson made of `files` (name -> text, as fetched)."""
+    from cellar.lessons import lesson as lessons
+
     lesson = lessons.lesson_from_files(files)
     if lang not in lesson.pages:
         raise ValueError(f"the lesson has no language {lang!r} (it has {', '.join(lesson.pages)})")
@@ -56,9 +57,12 @@ def lesson_page(files: Mapping[str, str], lang: str) -> dict[str, Any]:
     }
 
 
-def run_code(source: str, filename: str = lessons.LEARNER_FILE) -> dict[str, Any]:
-    """Run learner code as `filename`: what it printed, and where it stopped if it failed."""
-    run = lessons.run_learner_code(source, filename=filename)
+def run_code(source: str, filename: str | None = None) -> dict[str, Any]:
+    """Run learner code as `filename` (default: the lesson's LEARNER_FILE): what it printed, and
+    where it stopped if it failed."""
+    from cellar.lessons import lesson as lessons
+
+    run = lessons.run_learner_code(source, filename=filename or lessons.LEARNER_FILE)
     return {
         "stdout": _clipped(run.stdout),
         "stderr": _clipped(run.stderr),
@@ -75,6 +79,8 @@ def _clipped(text: str) -> str:
 
 def check_code(files: Mapping[str, str], checkpoint_id: str, source: str) -> dict[str, Any]:
     """The verdict of one checkpoint on the learner's source: passed, or the first failure."""
+    from cellar.lessons import lesson as lessons
+
     verdict = lessons.check(lessons.lesson_from_files(files), checkpoint_id, source)
     return {"passed": verdict.passed, "message": verdict.message}
 
@@ -84,6 +90,9 @@ def chunk_explorer(text: str, window: int, overlap: int, document_id: str = "d")
 
     A text or settings that cellar refuses give {"error": message} instead.
     """
+    from cellar.ingest.provenance import snapshot
+    from cellar.ingest.windows import audit, word_windows
+
     try:
         document = snapshot({"id": document_id, "title": document_id, "text": text})
         windows = word_windows(document, window, overlap)
@@ -174,26 +183,20 @@ def search_open(shard_dir: str) -> dict[str, Any]:
     }
 
 
-def catalogue(entries: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """What the notebook table offers the page's filters, in one pass over it (at 41,000 notebooks
-    each pass makes every entry): the range of years; the projects, each with its first
+def catalogue(table: Any) -> dict[str, Any]:
+    """What the notebook table (a cellar.retrieval.table.NotebookTable) offers the page's filters,
+    from its columns' distinct values: the range of years; the projects, each with its first
     notebook's title to tell them apart; the sources the entries come from (notebook, document,
     clauses, records: in that order); and per structured field of the records but the date
     (which the year filters), the values it takes."""
     from cellar.retrieval.filters import SOURCES
 
-    years: list[int] = []
-    projects: dict[str, str] = {}
-    present: set[str] = set()
+    years = [year for year, _ in table.distinct("meta.year") if isinstance(year, int)]
+    projects = {project: table.value("title", n) for project, n in table.distinct("meta.project") if project}
+    present = {source or "notebook" for source, _ in table.distinct("meta.source")}
     fields: dict[str, set[str]] = {}
-    for entry in entries:
-        meta = entry["meta"]
-        if isinstance(meta.get("year"), int):
-            years.append(meta["year"])
-        if meta.get("project"):
-            projects.setdefault(meta["project"], entry["title"])
-        present.add(meta.get("source", "notebook"))
-        for key, value in (meta.get("fields") or {}).items():
+    for values, _ in table.distinct("meta.fields"):
+        for key, value in (values or {}).items():
             if key != "date":
                 fields.setdefault(key, set()).add(value)
     return {
@@ -285,8 +288,26 @@ def notebook_view(file: str, path: str) -> dict[str, Any]:
     }
 
 
+def document_view(path: str, shard_dir: str) -> dict[str, Any]:
+    """The published view of the document `path` (``cellar.retrieval.published``: its extracted
+    text and blocks with their citations, offsets, pages and a note's fields), or ``{"fetch":
+    [name]}``: the shard file that holds it, which the page fetches into `shard_dir` (beside the
+    manifest) before it asks again. The manifest and the file are checked; a damaged or replaced
+    file raises ShardError naming it."""
+    from cellar.retrieval.published import document_file, published_document
+    from cellar.retrieval.shard import MANIFEST, checked_manifest
+
+    folder = Path(shard_dir)
+    name = document_file(checked_manifest((folder / MANIFEST).read_bytes(), shard_dir), path, shard_dir)
+    if not (folder / name).exists():
+        return {"fetch": [name]}
+    return published_document(lambda file: (folder / file).read_bytes(), path, shard_dir)
+
+
 def _output_view(output: Any) -> dict[str, Any]:
     """One cellar.ingest.notebook Output as the viewer draws it, terminal colour codes stripped."""
+    from cellar.ingest.chunks import ANSI
+
     return {
         "index": output.index,
         "output_type": output.output_type,

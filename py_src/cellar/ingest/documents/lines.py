@@ -15,7 +15,7 @@ letter and does not end like a sentence. PDF text goes through the plain-text pa
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from cellar.ingest.documents.blocks import Unit
 
@@ -145,11 +145,14 @@ def numbered_heading(line: str) -> tuple[int, str] | None:
     return match[1].count(".") + 1, " ".join(line.split())
 
 
-def text_units(text: str) -> list[Unit]:
-    """The units of a plain text (or a PDF's text layer) with numbered headings."""
+def text_units(text: str, levels: Mapping[str, int] | None = None) -> list[Unit]:
+    """The units of a plain text (or a PDF's text layer) with numbered headings; ``levels``: the
+    lines (whitespace collapsed) known to be headings otherwise, with their level (a PDF's lines
+    set larger than its body text, ``cellar.ingest.documents.pdf``)."""
     found = _Units(text)
     for start, end, line in _lines(text):
-        heading = numbered_heading(line)
+        key = " ".join(line.split())
+        heading = (levels[key], key) if levels and key in levels else numbered_heading(line)
         item = TEXT_ITEM.match(line)
         if not line.strip():
             found.close()

@@ -10,17 +10,28 @@ The extracted text is each page's text as pypdf lays it out (layout mode, which 
 blank line between paragraphs), lines without trailing spaces, pages separated by a blank line; it then goes through
 the plain-text parser (numbered headings, paragraphs, list items), and every block carries the
 page it starts on.
+
+Headings without a number are found by their size (``font_levels``): a second pass of pypdf
+with a text visitor gives each line's font size (the size set by `Tf` times the text and
+graphics matrices' vertical scale); the body size is the one most characters are set in, and a
+short line that does not end like a sentence, set at least 15 % larger, is a heading. Its level
+is 1 + the number of larger heading sizes, and a numbered heading's level (from its number) moves
+down by the unnumbered heading sizes set larger than it, so a report's title set at 18 pt stands
+above `1 Scope` at 14 pt in every heading path.
 """
 
 from __future__ import annotations
 
 import io
 from bisect import bisect_right
+from collections import Counter
+from collections.abc import Mapping
 from dataclasses import replace
+from typing import Any
 
 from cellar.ingest.discovery import FileRefused
 from cellar.ingest.documents.blocks import Extracted, assemble, first_heading, joined
-from cellar.ingest.documents.lines import text_title, text_units
+from cellar.ingest.documents.lines import MAX_HEADING, SENTENCE_END, numbered_heading, text_title, text_units
 
 HEADER_WINDOW = 1024  # a PDF's %PDF- header may follow some junk bytes, within the first 1 KB
 
@@ -30,17 +41,43 @@ def pdf_document(data: bytes, path: str) -> Extracted:
     cannot be read, is encrypted, or has no text layer."""
     if b"%PDF-" not in data[:HEADER_WINDOW]:
         raise FileRefused(path, "not a PDF: no %PDF- header in its first bytes")
-    pages = _page_texts(data, path)
+    pages, sizes, body = _page_texts(data, path)
     if not any(page.strip() for page in pages):
         raise FileRefused(path, f"scanned, no text layer: {len(pages)} page(s) without any text; not indexed")
     text, spans = joined(("", page.strip("\n")) for page in pages)
     starts = [start for start, _ in spans]
-    blocks = assemble(text, text_units(text))
+    blocks = assemble(text, text_units(text, font_levels(sizes, body)))
     blocks = tuple(replace(block, page=bisect_right(starts, block.start)) for block in blocks)
     return Extracted(text, blocks, "document", "pdf", text_title(text) or first_heading(blocks))
 
 
-def _page_texts(data: bytes, path: str) -> list[str]:
+HEADING_SCALE = 1.15  # a line set this much larger than the body text may be a heading
+
+
+def font_levels(sizes: Mapping[str, float], body: float) -> dict[str, int]:
+    """The heading level of each line (whitespace collapsed) that its size makes a heading or
+    moves down (see the module docstring); `sizes`: each line's largest font size, `body`: the
+    size most characters are set in."""
+
+    def heading_like(line: str) -> bool:
+        return bool(line) and len(line) <= MAX_HEADING and not line.endswith(SENTENCE_END) and line[0].isalnum()
+
+    big = {line: size for line, size in sizes.items() if body and size >= HEADING_SCALE * body and heading_like(line)}
+    unnumbered = {line: size for line, size in big.items() if numbered_heading(line) is None}
+    if not unnumbered:
+        return {}
+    heading_sizes = sorted({round(size, 1) for size in big.values()}, reverse=True)
+    plain_sizes = {round(size, 1) for size in unnumbered.values()}
+    levels = {line: 1 + sum(s > round(size, 1) for s in heading_sizes) for line, size in unnumbered.items()}
+    for line, size in sizes.items():
+        numbered = numbered_heading(line)
+        if numbered is not None:
+            levels[line] = numbered[0] + sum(s > round(size, 1) for s in plain_sizes)
+    return levels
+
+
+def _page_texts(data: bytes, path: str) -> tuple[list[str], dict[str, float], float]:
+    """Each page's text (layout mode), each line's largest font size, and the body size."""
     from pypdf import PdfReader
 
     try:
@@ -49,7 +86,27 @@ def _page_texts(data: bytes, path: str) -> list[str]:
             raise FileRefused(path, "an encrypted PDF: its text cannot be read; not indexed")
         # Layout mode keeps the blank line between paragraphs that plain mode drops.
         texts = [page.extract_text(extraction_mode="layout") or "" for page in reader.pages]
-        return ["\n".join(line.rstrip() for line in text.splitlines()) for text in texts]
+        sizes: dict[str, float] = {}
+        characters: Counter[float] = Counter()
+        for page in reader.pages:
+            rows: dict[float, list[Any]] = {}
+
+            def visit(
+                text: str, cm: list[float], tm: list[float], font: Any, size: float, rows: dict[float, list[Any]] = rows
+            ) -> None:
+                if text.strip():
+                    row = rows.setdefault(round(tm[5] * (cm[3] or 1.0) + cm[5], 1), ["", 0.0])
+                    scaled = float(size) * abs(tm[3] or 1.0) * abs(cm[3] or 1.0)
+                    row[0] += text
+                    row[1] = max(row[1], scaled)
+                    characters[round(scaled, 1)] += len(text.strip())
+
+            page.extract_text(visitor_text=visit)
+            for line, size in rows.values():
+                key = " ".join(line.split())
+                sizes[key] = max(sizes.get(key, 0.0), size)
+        body = characters.most_common(1)[0][0] if characters else 0.0
+        return ["\n".join(line.rstrip() for line in text.splitlines()) for text in texts], sizes, body
     except FileRefused:
         raise
     except Exception as error:  # pypdf raises many kinds on a damaged file; each one is a refusal

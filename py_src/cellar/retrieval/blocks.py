@@ -1,0 +1,198 @@
+"""Which block of a document answers: the order of a document's hits.
+
+A document's chunks come scored by the rankers (BM25 and the embedding, fused as for any entry),
+and within one report that score often prefers the wrong block: the one that repeats the
+question's words (a scope paragraph that announces "the mooring lines at the exposed berth", a
+conclusion that says "the ballast capacity meets ...") over the one that holds what is asked
+("moored with eight lines", "two ballast pumps of 250 m3/h"). So, for a document, each block is
+scored again with evidence of its own (``order_blocks``):
+
+- **block evidence**: the share of the question's terms the block holds, each weighed by how
+  rare it is among the document's blocks (a term in every block, such as the report's title in
+  every heading path, tells no block from another and weighs nothing). Terms that name the
+  document (in its title or path: a project number) chose the document, not the block, and are
+  left out; so is the quantity a question asks for (``capacity`` in "what capacity ...": the
+  answer states a number, not the word). A Dutch question counts its English reading's terms too.
+- **the asked quantity** (``asked``): a question that asks "how many X" is answered by a block
+  that counts X (a number, in digits or words, a few words before X); "how much / how long /
+  how often", or "what / which <quantity noun>" (capacity, pressure, design wind, ...), by a block
+  that holds a number with a unit. Such a block gets ``QUANTITY_WEIGHT``: a block that cannot
+  answer a quantity question comes after one that can.
+
+The block's score is its fused score + ``EVIDENCE_WEIGHT`` x its evidence + the quantity
+weight. Only document entries (chunks with a citation) are reordered; notebooks keep
+``cellar.retrieval.answer_cell``'s order. (Weights set a priori, not fitted; see the README.)
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+EVIDENCE_WEIGHT = 0.5
+QUANTITY_WEIGHT = 1.0
+
+# Nouns that name a quantity (English, and Dutch as the end of a compound: `ontwerpwind`,
+# `inschakelvermogen`): "what <noun>" asks for a number with a unit.
+QUANTITY_NOUNS = frozenset(
+    "capacity capacities volume volumes pressure tension load loads force speed velocity wind flow rate power "
+    "current voltage temperature length width height depth draught draft diameter cross-section size weight mass "
+    "density area period interval frequency duration distance margin rating amount quantity percentage torque "
+    "resistance displacement stress strain".split()
+)
+DUTCH_QUANTITY_ENDINGS = tuple(
+    "capaciteit inhoud volume druk spanning belasting kracht snelheid wind debiet vermogen stroom temperatuur "
+    "lengte breedte hoogte diepte diepgang diameter doorsnede grootte gewicht massa dichtheid oppervlakte periode "
+    "interval frequentie duur afstand marge waarde koppel weerstand".split()
+)
+_COUNT = re.compile(r"\b(?:how\s+many|hoeveel)\s+([\w-]+(?:\s+[\w-]+)?)", re.IGNORECASE)
+_MEASURE = re.compile(
+    r"\b(?:how\s+(?:much|large|big|high|long|often|heavy|fast|far|deep|wide)|hoe\s+(?:groot|hoog|lang|vaak|zwaar|"
+    r"snel|ver|diep|breed))\b",
+    re.IGNORECASE,
+)
+_WHAT = re.compile(
+    r"\b(?:what|which|welke|wat\s+(?:is|zijn|was|waren)\s+de)\s+((?:[\w-]+\s+){0,2}[\w-]+)", re.IGNORECASE
+)
+NUMBER_WORDS = (
+    "one two three four five six seven eight nine ten eleven twelve twenty hundred "
+    "een twee drie vier vijf zes zeven acht negen tien elf twaalf twintig honderd"
+).split()
+_NUMBER = r"(?:\d+(?:[.,]\d+)?|" + "|".join(NUMBER_WORDS) + r")"
+# A number with a unit: 250 m3/h, 2,800 l/h, 25 m/s, 16 mm2, 65 kA, 24 seconds, 35 degrees, 40 %,
+# 12 months. A unit is a short symbol (up to three letters, a digit and a `/` part: m, kW, kNm,
+# m3/h, MΩ) or a unit word; not a section number before its title (`2.2 Environmental loads`) or
+# a number before a short word (`4 of the`, `2 de`).
+UNIT_WORDS = (
+    "seconds second minutes minute hours hour days day weeks week months month years year degrees degree "
+    "percent knots knot tonnes tonne tons litres liters metres meters seconden minuten uur dagen weken maanden "
+    "jaar graden procent knopen ton liter meter"
+).split()
+NOT_UNITS = frozenset(
+    "a an and are as at be by for in is it of on or the to was we all any our per ten two one "
+    "de en een het in is op te van met of om aan bij die dat".split()
+)
+_MEASURED = re.compile(
+    r"(?<![\w.-])\d+(?:[.,]\d+)*\s?(%|°\s?C?|(?:"
+    + "|".join(UNIT_WORDS)
+    + r")\b|[a-zA-Zµ°Ω]{1,3}\d?(?:/[a-zA-Z]{1,3}\d?)?(?![\w/-]))"
+)
+_WORD = re.compile(r"[\w-]+")
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What a question asks of a block: ``count`` (the words of "how many X": a block answers
+    with a number a few words before X) or ``measure`` (a number with a unit); ``attribute``:
+    the words that name the quantity asked (left out of the block evidence)."""
+
+    count: tuple[str, ...] = ()
+    measure: bool = False
+    attribute: tuple[str, ...] = ()
+
+
+def asked(query: str) -> Asked:
+    """What ``query`` asks for (see ``Asked``)."""
+    count = _COUNT.search(query)
+    if count:
+        return Asked(count=tuple(count.group(1).casefold().split()))
+    attribute = tuple(
+        word
+        for match in _WHAT.finditer(query)
+        for word in match.group(1).casefold().split()
+        if word in QUANTITY_NOUNS or word.endswith(DUTCH_QUANTITY_ENDINGS)
+    )
+    return Asked(measure=bool(attribute) or bool(_MEASURE.search(query)), attribute=attribute)
+
+
+def holds_quantity(quote: str, question: Asked, analyse: Callable[[str], list[str]]) -> bool:
+    """Whether ``quote`` holds what ``question`` asks: a count of its noun, or a measured number."""
+    if question.count:
+        counted = {term for word in question.count for term in analyse(word)}
+        words = _WORD.findall(quote.casefold())
+        for i, word in enumerate(words):
+            if re.fullmatch(_NUMBER, word) and any(counted & set(analyse(w)) for w in words[i + 1 : i + 4]):
+                return True
+        return False
+    # (in digits only: a number in words, `in less than five hours`, is as often a duration by the
+    # way as the quantity asked, and it misled more than it found on the demo's questions)
+    return question.measure and any(unit.casefold() not in NOT_UNITS for unit in _MEASURED.findall(quote))
+
+
+def block_terms(
+    terms: Iterable[str],
+    held_by: Mapping[str, Sequence[str]] | None,
+    question: Asked,
+    analyse: Callable[[str], list[str]],
+) -> tuple[str, ...]:
+    """The terms a block's evidence counts: the question's, and a Dutch question's English
+    reading of each (``held_by``: a Dutch term -> its English terms), but for the words that name
+    the quantity asked, in either language."""
+    attribute = {term for word in question.attribute for term in analyse(word)}
+    english = [term for dutch, terms_of in (held_by or {}).items() if dutch not in attribute for term in terms_of]
+    return tuple(dict.fromkeys(term for term in (*terms, *english) if term not in attribute))
+
+
+def order_blocks(
+    chunks: Sequence[tuple[int, float]],
+    records: Sequence[Mapping[str, Any]],
+    start: int,
+    terms: Iterable[str],
+    question: Asked,
+    analyse: Callable[[str], list[str]],
+    naming: str,
+) -> list[tuple[int, float]]:
+    """A document's candidate chunks (row, fused score), best first, reordered by block score
+    (see the module docstring). ``records``: the document's chunk records (row ``start + i`` is
+    ``records[i]``); ``terms``: the question's analysed terms (a Dutch one's English reading's
+    too); ``naming``: the document's title and path. A block no ranker returned joins when its
+    own evidence or quantity speaks for it."""
+    dropped = {term for word in question.attribute for term in analyse(word)} | set(analyse(naming))
+    wanted = set(terms) - dropped
+    held = [set(analyse(record["text"])) for record in records]
+    n = len(records)
+    frequency = {term: sum(term in block for block in held) for term in wanted}
+    weight = {term: math.log(1 + n / df) for term, df in frequency.items() if 0 < df < n}
+    total = sum(weight.values())
+    fused = dict(chunks)
+    scored = []
+    for i, record in enumerate(records):
+        evidence = sum(weight[t] for t in held[i] & weight.keys()) / total if total else 0.0
+        quantity = holds_quantity(record["quote"], question, analyse) if question.count or question.measure else False
+        own = EVIDENCE_WEIGHT * evidence + (QUANTITY_WEIGHT if quantity else 0.0)
+        row = start + i
+        if row in fused or own > 0:
+            scored.append((row, fused.get(row, 0.0) + own))
+    scored.sort(key=lambda chunk: (-chunk[1], chunk[0]))
+    return scored
+
+
+# Words that ask rather than name what is asked about (English and Dutch): they tell nothing of
+# whether an archive could answer, so the share of known words leaves them out.
+ASKING_WORDS = (
+    "what which how many much often long must may might where when why who whom whose shall should does do did is "
+    "are was were can could would will waar welke welk hoeveel wanneer waarom hoe wie wat moet moeten mag kan"
+).split()
+
+
+def known_share(
+    weighted: Iterable[tuple[float, str]],
+    knows: Callable[[str], bool],
+    held_by: Mapping[str, Sequence[str]] | None,
+    analyse: Callable[[str], list[str]],
+) -> float:
+    """The refusal's ``known`` evidence: the idf-weighted share of the question's words (asking
+    words left out) that the archive knows at all, a Dutch word known when one of its English
+    translations is. A question about what no file ever mentions (the `warranty period` of a unit
+    a report describes, the `paint system` of its holds) names words the archive never uses,
+    however many of its other words a report shares; 1.0 when no word is left."""
+    asking = {term for word in ASKING_WORDS for term in (*analyse(word), word)}
+    pairs = [(w, t) for w, t in weighted if t not in asking]
+    total = sum(w for w, _ in pairs)
+    if not total:
+        return 1.0
+    found = sum(w for w, t in pairs if knows(t) or any(knows(e) for e in (held_by or {}).get(t, ())))
+    return round(found / total, 4)
