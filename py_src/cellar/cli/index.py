@@ -163,7 +163,7 @@ def _index(args: argparse.Namespace, model: StaticModel, rules: Any, glossary: A
     if gold is not None:
         index.calibration = calibrate(Searcher(index, model), gold)
     try:
-        sizes = write_shard(index, args.out, model, lock=False)
+        sizes = write_shard(index, args.out, model, lock=False, state=cache)
     except ShardError as error:
         print(f"cellar index: {error}", file=sys.stderr)
         return 2

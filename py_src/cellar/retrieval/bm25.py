@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 
 import numpy as np
 
@@ -57,7 +58,10 @@ class BM25:
         # Every occurrence as one int64 key col * N + row, sorted: CSC order, with a term's repeats
         # in a document side by side (their run length is its frequency). At millions of chunks
         # these arrays are an index build's peak memory, so they are made and reduced in place.
-        keys = np.fromiter((column[t] for doc in docs for t in doc), dtype=np.int64, count=int(lengths.sum()))
+        # map over the chained terms with the dict's own lookup: no Python frame per occurrence
+        # (tens of millions at 41,000 notebooks)
+        occurrences = map(column.__getitem__, chain.from_iterable(docs))
+        keys = np.fromiter(occurrences, dtype=np.int64, count=int(lengths.sum()))
         keys *= n_docs
         keys += np.repeat(np.arange(n_docs, dtype=np.int64), lengths)
         keys.sort()

@@ -239,9 +239,13 @@ def pipeline_version(model: StaticModel, settings: AnalyzerSettings, rules: Sequ
 
 
 def task_key(pipeline: str, data: bytes, render: Any = None) -> str:
-    return hashlib.sha256(
-        json.dumps([pipeline, hashlib.sha256(data).hexdigest(), render], sort_keys=True).encode()
-    ).hexdigest()
+    return digest_key(pipeline, hashlib.sha256(data).hexdigest(), render)
+
+
+def digest_key(pipeline: str, digest: str, render: Any = None) -> str:
+    """``task_key`` of a file whose bytes' SHA-256 is ``digest`` (known without reading the file:
+    ``cellar.retrieval.stamps``)."""
+    return hashlib.sha256(json.dumps([pipeline, digest, render], sort_keys=True).encode()).hexdigest()
 
 
 # -- the work -------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
@@ -224,10 +225,11 @@ def build_index_from_directory(
     processes (default: the machine's cores; with a model object rather than a folder, in this
     process). The index is the same whatever the cache, scheduler and workers.
     """
-    from cellar.ingest.discovery import find_documents, read_document, relative_path
+    from cellar.ingest.discovery import MAX_FILE_BYTES, find_documents, read_document, relative_path
     from cellar.retrieval import scheduler as schedulers
     from cellar.retrieval.embedding import load_model
-    from cellar.retrieval.incremental import Cache, Part, Task, pipeline_version, prepare, prepare_batch, task_key
+    from cellar.retrieval.incremental import Cache, Part, Task, pipeline_version, prepare, prepare_batch
+    from cellar.retrieval.stamps import Stamps
 
     if not os.path.isdir(corpus_dir):
         raise ValueError(f"{corpus_dir}: not a folder")
@@ -239,28 +241,41 @@ def build_index_from_directory(
         report_entries = read_report(rerendered)
     model_dir = None if isinstance(model, StaticModel) else os.path.abspath(model)
     model = model if isinstance(model, StaticModel) else load_model(model)
-    files = [
-        path
-        for path in find_documents(corpus_dir)
-        if not any(fnmatch(PurePath(os.path.relpath(path, corpus_dir)).as_posix(), pattern) for pattern in exclude)
-    ]
+    found = find_documents(corpus_dir)
+    names = dict(zip(found, _relative_names(found, corpus_dir, relative_path)))
+    files = [path for path in found if not any(fnmatch(names[path], pattern) for pattern in exclude)]
     report = progress or (lambda done, total, what: None)
     settings = AnalyzerSettings(glossary=tuple((glossary or {}).items()))
     pipeline = pipeline_version(model, settings, rules)
     store = Cache(cache) if cache is not None else None
     previous = store.last_build() if store is not None else {}
+    stamps = Stamps(cache) if cache is not None else None
     parts: dict[int, Part] = {}  # by file number
     todo: list[tuple[int, Task]] = []
     moves: list[tuple[int, Task, Part]] = []
     reused: list[str] = []
     for number, file_path in enumerate(files):
+        checked = time.time_ns()  # before the file is stat'ed and read (cellar.retrieval.stamps)
         try:
-            path = relative_path(file_path, corpus_dir)
+            path = names[file_path]
+            info = _lstat(file_path)
+            known = _known_digest(stamps, path, info, MAX_FILE_BYTES)
+            if known is not None:  # unchanged since the last build: its part, if cached, needs no read
+                assert store is not None
+                task = _task(path, b"", known, pipeline, report_entries, rerendered)
+                cached = store.get(task.key)
+                if cached is not None and cached.path == path:
+                    parts[number] = _shared_terms(cached)
+                    reused.append(path)
+                    continue
             data = read_document(file_path, corpus_dir)
         except ValueError as error:  # FileRefused: names the file and why
             parts[number] = Part(getattr(error, "path", str(file_path)), "", error=str(error))
             continue
-        task = _task(path, data, pipeline, report_entries, rerendered, task_key)
+        digest = hashlib.sha256(data).hexdigest()
+        if stamps is not None and info is not None:
+            stamps.note(path, info, digest, checked)
+        task = _task(path, data, digest, pipeline, report_entries, rerendered)
         cached = store.get(task.key) if store is not None else None
         if cached is not None and cached.path == path:
             parts[number] = _shared_terms(cached)
@@ -317,6 +332,8 @@ def build_index_from_directory(
     removed = sorted(set(previous) - set(current))
     if store is not None:
         store.finish(current)
+    if stamps is not None:
+        stamps.save()
     skipped = sum(part.error is not None for part in ordered)
     return DirectoryBuild(index, len(files) - skipped, skipped, problems, sorted(reused), moved, redone, removed)
 
@@ -354,25 +371,56 @@ def _shared_terms(part: Part) -> Part:
     return part
 
 
+def _relative_names(found: Sequence[str], root: str | os.PathLike[str], relative_path: Callable[..., str]) -> list[str]:
+    """The paths of ``found`` (``find_documents(root)``) relative to ``root`` with ``/``
+    separators: cut off as strings (at 41,000 files, ``relative_path``'s PurePath per file took
+    seconds), and by ``relative_path`` where a path does not start with the root as given."""
+    prefix = os.path.join(os.fspath(root), "")
+    return [
+        path[len(prefix) :].replace(os.sep, "/") if path.startswith(prefix) else relative_path(path, root)
+        for path in found
+    ]
+
+
+def _lstat(file_path: str) -> os.stat_result | None:
+    try:
+        return os.lstat(file_path)
+    except OSError:
+        return None  # read_document says what is wrong, in its own words
+
+
+def _known_digest(stamps: Any, path: str, info: os.stat_result | None, limit: int) -> str | None:
+    """The SHA-256 of an archive file from the previous build's stamps (``cellar.retrieval.stamps``)
+    when it is a regular file within the size limit, with a UTF-8 name, that has not changed
+    since; None: read it (``read_document`` checks it and says what is wrong)."""
+    if stamps is None or info is None or info.st_size > limit:
+        return None
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    return cast(str | None, stamps.digest(path, info))
+
+
 def _task(
     path: str,
     data: bytes,
+    digest: str,
     pipeline: str,
     entries: Mapping[str, Any] | None,
     rerendered: str | os.PathLike[str] | None,
-    task_key: Callable[..., str],
 ) -> Any:
-    """The task of one file, keyed by its bytes, the pipeline and (with a re-render report) its
-    report entry and fresh notebook."""
-    from cellar.retrieval.incremental import Task
+    """The task of one file, keyed by its bytes' SHA-256 (``digest``), the pipeline and (with a
+    re-render report) its report entry and fresh notebook."""
+    from cellar.retrieval.incremental import Task, digest_key
 
     if entries is None or not path.lower().endswith(".ipynb"):
-        return Task(path, data, task_key(pipeline, data))
+        return Task(path, data, digest_key(pipeline, digest))
     entry = entries.get(path)
     fresh_file = os.fspath(PurePath(rerendered or "", path))
     fresh, problem = _read_fresh(fresh_file) if entry is not None else (None, None)
     fresh_hash = None if fresh is None else hashlib.sha256(fresh).hexdigest()
-    key = task_key(pipeline, data, [entry, fresh_hash, problem, fresh_file])
+    key = digest_key(pipeline, digest, [entry, fresh_hash, problem, fresh_file])
     return Task(path, data, key, True, entry, fresh, problem, fresh_file)
 
 

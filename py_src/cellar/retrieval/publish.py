@@ -17,6 +17,7 @@ folder at the switch; a folder that holds no shard is refused, never replaced.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import os
 import shutil
@@ -27,10 +28,14 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from cellar.retrieval import ivf, sharding
 from cellar.retrieval.embedding import StaticModel
 from cellar.retrieval.index import Index
+from cellar.retrieval.packing import pack, unpack
 from cellar.retrieval.shard import MANIFEST, ShardBusy, ShardError, open_shard
-from cellar.retrieval.sharding import shard_files
+from cellar.retrieval.sharding import Made, Previous, shard_files
 from cellar.retrieval.table import NotebookTable
 
 
@@ -70,17 +75,78 @@ def shard_lock(directory: str | os.PathLike[str]) -> Iterator[None]:
 
 
 def write_shard(
-    index: Index, directory: str | os.PathLike[str], model: StaticModel | None = None, *, lock: bool = True
+    index: Index,
+    directory: str | os.PathLike[str],
+    model: StaticModel | None = None,
+    *,
+    lock: bool = True,
+    state: str | os.PathLike[str] | None = None,
 ) -> dict[str, int]:
     """Write the shard of ``index`` and switch ``directory`` to it atomically (see the module's
     notes): the previous shard stays whole until the new one has been written, synced and
     checked (against ``model`` too, when given). ``lock=False`` when the caller already holds
-    ``shard_lock(directory)``. Returns each file's size in bytes."""
+    ``shard_lock(directory)``. With ``state`` (a folder: the build's cache), what this build
+    leaves for the next (``STATE``: the files' raw SHA-256s, the IVF fit) is kept there and what
+    the previous one left is used (``cellar.retrieval.sharding.Previous``). Returns each file's
+    size in bytes."""
     directory = Path(directory)
-    files = shard_files(index)
     with shard_lock(directory) if lock else nullcontext():
+        versions, _ = _places(directory)
+        current = _current_version(directory, versions)
+        made = Made()
+        files = shard_files(index, previous=_previous(state, current), made=made)
         _write_and_switch(directory, files, model)
+        if state is not None:
+            _keep(Path(state), json.loads(files[MANIFEST])["checksum"], made)
     return {name: len(data) for name, data in files.items()}
+
+
+STATE = "shard-state.bin"  # in the build's state folder: what the next build reuses
+
+
+def _previous(state: str | os.PathLike[str] | None, current: Path | None) -> Previous | None:
+    """What the last build left in ``state``, when it describes ``current``, the version the
+    shard points to now (a build killed after its switch, or a shard written without this state,
+    leaves none that fits: then nothing is reused)."""
+    if state is None or current is None:
+        return None
+    try:
+        manifest = json.loads((current / MANIFEST).read_text(encoding="utf-8"))
+        meta, arrays = unpack((Path(state) / STATE).read_bytes())
+        if meta["version"] != manifest["checksum"] or meta["recipe"] != _recipe():
+            return None
+        listed = manifest["files"]
+        files = {raw: (current / name, listed[name]["sha256"]) for name, raw in meta["raw"].items() if name in listed}
+        centroids, assign = arrays["centroids"], arrays["assign"].astype(np.int64)
+        return Previous(files, meta["containers"], (centroids, assign, int(meta["nprobe"]), float(meta["recall"])))
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return None
+
+
+def _keep(state: Path, checksum: str, made: Made) -> None:
+    """Write what this build leaves for the next (whole or not at all)."""
+    assert made.fit is not None
+    centroids, assign, nprobe, recall = made.fit
+    arrays = {"centroids": centroids.astype(np.float32), "assign": assign.astype(np.int32)}
+    meta = {
+        "version": checksum,
+        "recipe": _recipe(),
+        "raw": made.raw,
+        "containers": made.containers,
+        "nprobe": nprobe,
+        "recall": recall,
+    }
+    state.mkdir(parents=True, exist_ok=True)
+    temporary = state / f".{STATE}.{os.getpid()}.tmp"
+    temporary.write_bytes(pack(arrays, meta))
+    os.replace(temporary, state / STATE)
+
+
+def _recipe() -> list[str]:
+    """What else decides the IVF fit besides the vectors: the code that makes it, and NumPy's
+    version (its arithmetic); another recipe fits again."""
+    code = Path(sharding.__file__).read_bytes() + Path(ivf.__file__).read_bytes()
+    return [hashlib.sha256(code).hexdigest(), np.__version__]
 
 
 def _write_and_switch(directory: Path, files: dict[str, bytes], model: StaticModel | None) -> None:
@@ -93,9 +159,9 @@ def _write_and_switch(directory: Path, files: dict[str, bytes], model: StaticMod
     while True:
         if partial.exists():
             shutil.rmtree(partial)
-        _fill(partial, files, earlier)
+        linked = _fill(partial, files, earlier)
         try:
-            _verify(partial, files, model)
+            _verify(partial, files, model, linked)
             break
         except ShardError as error:
             shutil.rmtree(partial, ignore_errors=True)
@@ -104,6 +170,10 @@ def _write_and_switch(directory: Path, files: dict[str, bytes], model: StaticMod
                 continue
             raise ShardError(f"{error} (the new shard failed its check; {directory} is unchanged)") from None
     final = versions / version
+    if not earlier and previous is not None and final.is_dir():
+        # The same content as a kept version, one of whose files failed the check: the whole,
+        # checked copy gets a folder of its own and the link moves to it.
+        final = versions / f"{version}-{os.getpid()}"
     keep = {final, previous}
     if final.is_dir():  # the same content as a version kept (only checked folders get a version's name)
         shutil.rmtree(partial)
@@ -141,18 +211,23 @@ def _current_version(directory: Path, versions: Path) -> Path | None:
     return None
 
 
-def _fill(partial: Path, files: dict[str, bytes], earlier: dict[str, Path]) -> None:
-    """Write (or link from ``earlier``) every file of the new version into ``partial``, synced."""
+def _fill(partial: Path, files: dict[str, bytes], earlier: dict[str, Path]) -> set[str]:
+    """Write (or link from ``earlier``) every file of the new version into ``partial``, synced;
+    the names of the files linked."""
     folders = sorted({(partial / name).parent for name in files})
     for folder in folders:
         folder.mkdir(parents=True, exist_ok=True)
     listed = _listed(json.loads(files[MANIFEST]), files.__getitem__)
+    linked = set()
     for name, data in files.items():
         same = earlier.get(listed[name]["sha256"]) if name in listed else None
-        if same is None or not _link(same, partial / name):
+        if same is not None and _link(same, partial / name):
+            linked.add(name)
+        else:
             _write_file(partial / name, data)
     for folder in folders:
         _sync_folder(folder)
+    return linked
 
 
 def _earlier_files(previous: Path | None) -> dict[str, Path]:
@@ -210,10 +285,13 @@ def _sync_folder(folder: Path) -> None:
         os.close(descriptor)
 
 
-def _verify(folder: Path, files: dict[str, bytes], model: StaticModel | None) -> None:
-    """Open the written folder as a reader would: the manifest, then every file it lists."""
+def _verify(folder: Path, files: dict[str, bytes], model: StaticModel | None, linked: set[str]) -> None:
+    """Open the written folder as a reader would: the manifest, then every file it lists. A file
+    linked from the previous version is checked by its bytes and SHA-256 alone: those very bytes
+    were decompressed and parsed when that version was checked (at 41,000 notebooks, parsing every
+    container again took most of a nothing-changed build's check)."""
     shard = open_shard(folder, model)
-    shard.check_all()
+    shard.check_all(hashed_only=linked)
     on_disk = {path.relative_to(folder).as_posix() for path in folder.rglob("*") if path.is_file()}
     if on_disk != set(files):
         raise ShardError(f"{folder}: holds {sorted(on_disk ^ set(files))} against its manifest")

@@ -40,7 +40,7 @@ import json
 import os
 import zlib
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +103,15 @@ def checked_manifest(data: bytes, source: str) -> dict[str, Any]:
 
 def checked_file(name: str, data: bytes, expected: Mapping[str, Any] | None, source: str) -> bytes:
     """A shard file's bytes once they match `expected` (its bytes and SHA-256), decompressed."""
+    checked_bytes(name, data, expected, source)
+    try:
+        return gzip.decompress(data)
+    except (OSError, EOFError, zlib.error) as error:
+        raise ShardError(f"{source}/{name}: damaged, not gzip data ({error})") from None
+
+
+def checked_bytes(name: str, data: bytes, expected: Mapping[str, Any] | None, source: str) -> bytes:
+    """A shard file's bytes once they match `expected` (its bytes and SHA-256), as they are."""
     if expected is None:
         raise ShardError(f"{source}/{name}: not listed in {MANIFEST} or its table")
     digest = revision(data)
@@ -111,10 +120,7 @@ def checked_file(name: str, data: bytes, expected: Mapping[str, Any] | None, sou
             f"{source}/{name}: damaged or replaced (SHA-256 mismatch: the file has {digest}, "
             f"{len(data)} bytes; {MANIFEST} records {expected['sha256']}, {expected['bytes']} bytes)"
         )
-    try:
-        return gzip.decompress(data)
-    except (OSError, EOFError, zlib.error) as error:
-        raise ShardError(f"{source}/{name}: damaged, not gzip data ({error})") from None
+    return data
 
 
 class Shard:
@@ -201,6 +207,13 @@ class Shard:
         data = self._bytes(name) if expected is not None else b""
         return checked_file(name, data, expected, self.source)
 
+    def _hashed(self, name: str, expected: Mapping[str, Any] | None = None) -> bytes:
+        """The file's bytes once they match the SHA-256 recorded, not decompressed (a file the
+        writer linked from a version it checked whole: ``check_all(hashed_only=...)``)."""
+        expected = expected or self.listed.get(name)
+        data = self._bytes(name) if expected is not None else b""
+        return checked_bytes(name, data, expected, self.source)
+
     def _unpacked(
         self, name: str, needed: Sequence[str] = (), expected: Mapping[str, Any] | None = None
     ) -> tuple[Any, dict[str, np.ndarray]]:
@@ -254,17 +267,27 @@ class Shard:
                 f"not {model.id} (SHA-256 {model.sha256})"
             )
 
-    def check_all(self) -> None:
+    def check_all(self, hashed_only: Collection[str] = ()) -> None:
         """Read and check every file the manifest lists (the writer's check), one at a time:
         what was read is let go at once, so checking a large archive's shard takes the memory
-        of its largest file, not of all of them."""
+        of its largest file, not of all of them. The files of ``hashed_only`` are checked by
+        their bytes and SHA-256, not decompressed and parsed."""
         for name in self.lexical_files:
+            if name in hashed_only:
+                self._hashed(name)
+                continue
             self._partition(name)
             self._forget()
-        for c in range(len(self.cluster_files)):
+        for c, name in enumerate(self.cluster_files):
+            if name in hashed_only:
+                self._hashed(name)
+                continue
             self.cluster(c)
             self._forget()
-        for n in range(len(self.notebooks)):
+        for n, name in enumerate(self.containers):
+            if name in hashed_only:
+                self._hashed(name, self.notebooks.file(n)[1])
+                continue
             self.container(n)
             self._forget()
         documents = list(self.manifest.get("documents", {}).values())
