@@ -58,6 +58,8 @@ def table_bytes(
 
 
 def _encode(name: str, values: Sequence[Any], arrays: dict[str, np.ndarray]) -> dict[str, Any]:
+    """Column ``name``'s arrays, added to ``arrays``, and its spec for the header (the module
+    docstring says which encoding a column takes)."""
     if all(type(value) is int for value in values):
         arrays[f"{name}.int"] = np.array(values, dtype=np.int64)
         return {"encoding": "int"}
