@@ -7,6 +7,7 @@ installs it when missing, and without it these tests fail saying how to get it.
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -110,6 +111,12 @@ def site_around(site: Path, into: Path) -> Path:
         if not (into / entry.name).exists():
             (into / entry.name).symlink_to(entry)
     return into
+
+
+def site_with_own_shard(site: Path, into: Path) -> Path:
+    """A site in `into` with a copy of `site`'s shard of its own (to damage) and all else linked."""
+    shutil.copytree(site / "shard", into / "shard")
+    return site_around(site, into)
 
 
 @contextmanager

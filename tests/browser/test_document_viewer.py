@@ -6,11 +6,10 @@ shows its structured fields; a damaged published document is refused, named."""
 from __future__ import annotations
 
 import json
-import shutil
 from urllib.parse import quote
 
 from playwright.sync_api import expect
-from tests.browser.conftest import BOOT_TIMEOUT_MS, flip_a_byte, wait_for
+from tests.browser.conftest import BOOT_TIMEOUT_MS, flip_a_byte, site_with_own_shard, wait_for
 from tests.browser.test_search import answered
 
 from cellar.site.server import serve_in_background
@@ -81,12 +80,7 @@ def test_document_text_is_drawn_as_text_never_as_html(page, site_url):
 
 
 def test_a_damaged_published_document_is_refused_naming_the_file(browser, site, tmp_path):
-    copy = tmp_path / "site"
-    copy.mkdir()
-    for entry in site.iterdir():
-        if entry.name != "shard":
-            (copy / entry.name).symlink_to(entry)
-    shutil.copytree(site / "shard", copy / "shard")
+    copy = site_with_own_shard(site, tmp_path / "site")
     name = json.loads((copy / "shard" / "manifest.json").read_text())["documents"][CLAUSES]
     flip_a_byte(copy / "shard" / name)
     server = serve_in_background(copy)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import bisect
 import json
-import shutil
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
@@ -21,6 +20,7 @@ from tests.browser.conftest import (
     flip_a_byte,
     service_worker_ready,
     shard_file_name,
+    site_with_own_shard,
     wait_for,
 )
 
@@ -271,12 +271,7 @@ def test_a_flipped_byte_in_a_partition_is_refused_in_the_page_naming_it(browser,
     """A copy of the site whose partition for `ballast` has one byte flipped: the page says the
     search failed and names the file (its SHA-256 does not match the manifest's); a partition
     that is missing is named too (the server's 404 for it)."""
-    copy = tmp_path / "site"
-    copy.mkdir()
-    for entry in site.iterdir():
-        if entry.name != "shard":
-            (copy / entry.name).symlink_to(entry)
-    shutil.copytree(site / "shard", copy / "shard")
+    copy = site_with_own_shard(site, tmp_path / "site")
     lexical = json.loads((copy / "shard" / "manifest.json").read_text())["lexical"]
     name = lexical["files"][bisect.bisect_right(lexical["first"], "ballast") - 1]
     flip_a_byte(copy / "shard" / name)
