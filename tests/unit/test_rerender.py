@@ -113,6 +113,26 @@ def test_rerender_the_demo_archive_gives_the_designed_statuses(demo_fresh):
     assert report["sandbox"]["summary"] in table and "NOT HELD" not in table
 
 
+def test_on_a_dask_cluster_the_demo_comes_out_the_same_with_one_warm_worker_per_dask_worker(demo_fresh, site, tmp_path):
+    """`--scheduler dask`: a real LocalCluster of two workers, each keeping one Pyodide warm across
+    the notebooks it runs, writes the fresh notebooks and the report entries that the local
+    threads wrote, byte for byte but for the seconds."""
+    pytest.importorskip("distributed")
+    out = tmp_path / "fresh"
+    args = ["rerender", str(DEMO), "--out", str(out), "--site", str(site), "--workers", "2", "--scheduler", "dask"]
+    assert main(args) == 0
+    local, on_dask = (json.loads((folder / "report.json").read_text()) for folder in (demo_fresh, out))
+
+    def timeless(entry: dict) -> dict:
+        return {key: value for key, value in entry.items() if key != "seconds"}
+
+    assert [timeless(entry) for entry in on_dask["notebooks"]] == [timeless(entry) for entry in local["notebooks"]]
+    for entry in local["notebooks"]:
+        assert (out / entry["path"]).read_bytes() == (demo_fresh / entry["path"]).read_bytes(), entry["path"]
+    assert len(on_dask["notebooks"]) > 2 * len(on_dask["timings"]["worker_start_seconds"]) > 0
+    assert on_dask["worker_deaths"] == 0
+
+
 def test_the_index_holds_fresh_outputs_for_clean_and_drifted_and_saved_ones_for_stale(demo_fresh):
     model = load_model(MODEL)
     index = build_index_from_directory(DEMO, model, rerendered=demo_fresh).index

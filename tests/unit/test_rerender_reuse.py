@@ -94,3 +94,9 @@ def test_inputs_named_by_code_or_under_the_folder():
         "file:/2017/17-042 Ballast/inputs/local.csv",
         "tree:\\\\srv\\projects\\2020\\20-004",
     }
+
+
+def test_an_unknown_scheduler_is_refused_before_any_notebook_runs(setting, capsys):
+    archive, site, out, _, runs = setting
+    assert rerender(archive, site, out, "--scheduler", "yarn") == 2
+    assert "unknown scheduler 'yarn'" in capsys.readouterr().err and runs == [] and not out.exists()

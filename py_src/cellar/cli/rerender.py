@@ -1,5 +1,6 @@
-"""`cellar rerender ARCHIVE --out DIR [--workers N] [--site SITE_DIR]`: re-run every notebook of an
-archive in Pyodide workers, write the fresh notebooks and a report, print the summary table.
+"""`cellar rerender ARCHIVE --out DIR [--workers N] [--site SITE_DIR] [--scheduler local|dask|tcp://HOST:PORT]`:
+re-run every notebook of an archive in Pyodide workers, write the fresh notebooks and a report,
+print the summary table.
 
 Incremental: a notebook whose bytes, path, inputs (the path-map entries its code names or that
 lie under its folder, with their blob hashes) and environment (site, requirements, limits,
@@ -50,6 +51,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="the built site whose Pyodide runtime and cellar wheel run the notebooks",
     )
     parser.add_argument(
+        "--scheduler",
+        default="local",
+        metavar="local|dask|tcp://HOST:PORT",
+        help="where the notebooks run: the worker threads of this process (default), a Dask LocalCluster of "
+        "N workers, or an existing Dask scheduler whose workers read the site and archive at the same paths; "
+        "a Dask worker keeps its Pyodide warm across notebooks (Dask: pip install 'cellar[dask]')",
+    )
+    parser.add_argument(
         "--no-cache",
         action="store_true",
         help="run every notebook (default: keep the previous result in DIR of each notebook whose bytes, "
@@ -64,7 +73,12 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         report = rerender(
-            args.archive, args.out, workers=args.workers, site=args.site, reuse_previous=not args.no_cache
+            args.archive,
+            args.out,
+            workers=args.workers,
+            site=args.site,
+            reuse_previous=not args.no_cache,
+            scheduler=args.scheduler,
         )
     except RerenderStopped as error:
         print(f"cellar rerender: {error}; no report written", file=sys.stderr)

@@ -18,6 +18,10 @@ the archive's environment (cellar.rerender.environment) and `cellar.rerender.san
 that outruns its time limit is stopped inside the worker (the watchdog) or, if the worker stops
 answering, the worker is killed and a fresh one started; either way the notebook is stale.
 
+Workers are this process's threads (one Node process each), or, with `scheduler="dask"` or
+`"tcp://HOST:PORT"`, Dask tasks (`rerun_task`, one per notebook) on worker processes that each keep
+one warm worker across their tasks; reading, reuse and the report stay here either way.
+
 Optional `rerender.json` at the archive root: `{"cell_timeout": s, "notebook_timeout": s,
 "clock": "2024-01-01T00:00:00Z", "sanitizers": [["regex", "replacement"], ...]}`.
 """
@@ -34,6 +38,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +49,8 @@ from cellar.records import RERENDER_STATUSES, ReportEntry
 from cellar.rerender import environment, reuse, vfs
 from cellar.rerender.pyodide_host import PyodideError, PyodideExited, PyodideHost, confinement
 from cellar.rerender.report import REPORT_FILE, Settings, dump_notebook, make_report, notebook_cwd, rerender_notebook
+from cellar.retrieval.scheduler import check_scheduler
+from cellar.retrieval.scheduler import run as run_tasks
 
 DEFAULT_CACHE = Path(os.environ.get("CELLAR_CACHE") or Path.home() / ".cache" / "cellar") / "wheels"
 HOST_MARGIN = 30.0  # seconds past the notebook's limit before the host gives up on a worker
@@ -185,6 +192,66 @@ class Worker:
         self.host.close()
 
 
+@dataclass(frozen=True)
+class RunContext:
+    """What running one notebook needs besides the notebook: plain data, so that a Dask task
+    carries it to another process."""
+
+    runtime: Path
+    wheels: tuple[str, ...]
+    packages: tuple[str, ...]
+    env: Any  # cellar.rerender.environment.Environment
+    settings: Settings
+    pathmap: dict[str, Any]
+    blobs: dict[str, str]  # blob id -> base64
+
+    def worker(self) -> Worker:
+        return Worker(self.runtime, list(self.wheels), list(self.packages))
+
+
+def rerun(
+    saved: Any, relative: str, context: RunContext, worker: Callable[[], Worker]
+) -> tuple[bytes | None, ReportEntry]:
+    """The fresh notebook (its bytes, None when it could not be compared) and the report entry of
+    `saved` (archive path `relative`), run on `worker()` (called when a cell must run)."""
+
+    def run(sources: list[str], cwd: str = notebook_cwd(relative)) -> dict[str, Any]:
+        request = {"cells": sources, "pathmap": context.pathmap, "cwd": cwd, "limits": context.settings.limits()}
+        return worker().run(request, context.blobs, context.settings.notebook_timeout + HOST_MARGIN)
+
+    try:
+        fresh, entry = rerender_notebook(saved, context.env, context.settings, run)
+        return dump_notebook(fresh), entry
+    except (NotebookError, ValueError) as error:  # one odd notebook never stops the batch
+        stale: ReportEntry = {
+            "path": relative,
+            "status": "stale",
+            "reason": f"cannot be compared: {error}",
+            "revision": saved.revision,
+            "seconds": None,
+            "cells": [],
+        }
+        return None, stale
+
+
+# One warm worker per process and environment, kept across the tasks a Dask worker runs: its
+# Pyodide started and the sandbox prepared once, not for every notebook. Its Node process ends
+# with this process (its stdin closes).
+_WARM: dict[tuple[Any, ...], Worker] = {}
+
+
+def rerun_task(item: tuple[str, bytes], context: RunContext) -> tuple[str, bytes | None, ReportEntry, float, int]:
+    """A Dask task: notebook `item` (archive path, bytes) run on this process's warm worker; with
+    the seconds a worker took to start in this task and the worker deaths it saw."""
+    relative, data = item
+    key = (context.runtime, context.wheels, context.packages)
+    warm = key in _WARM
+    worker = _WARM[key] if warm else _WARM.setdefault(key, context.worker())
+    started, deaths = (worker.start_seconds if warm else 0.0), worker.deaths
+    fresh, entry = rerun(read_notebook(data, relative), relative, context, lambda: worker)
+    return relative, fresh, entry, worker.start_seconds - started, worker.deaths - deaths
+
+
 def _unreadable(path: str, problem: str, file_revision: str | None) -> ReportEntry:
     return {
         "path": path,
@@ -223,12 +290,19 @@ def rerender(
     cache: str | os.PathLike[str] = DEFAULT_CACHE,
     progress: Callable[[int, int, Counter, float], None] | None = _progress,
     reuse_previous: bool = True,
+    scheduler: str = "local",
 ) -> dict[str, Any]:
     """Re-render every notebook of `archive` into `out` and write `out/report.json`; return the report.
     With `reuse_previous`, a notebook whose key (`cellar.rerender.reuse`) is the one the previous
     report in `out` holds for it, and whose fresh notebook is still there, keeps its entry instead
-    of running; the report's `reuse` says what was reused, redone and removed."""
+    of running; the report's `reuse` says what was reused, redone and removed.
+
+    `scheduler`: "local" (threads, each driving its own worker), or "dask" / "tcp://HOST:PORT"
+    (cellar.retrieval.scheduler: a task per notebook on a Dask cluster, each Dask worker process
+    keeping one warm Pyodide worker; the cluster's workers must read the site and the archive at
+    the same paths)."""
     archive, out = Path(archive), Path(out)
+    check_scheduler(scheduler)
     if archive.resolve() == out.resolve():
         raise ValueError(f"{out}: the output must not be the archive itself")
     started = time.monotonic()
@@ -241,6 +315,16 @@ def rerender(
     runtime, site_wheels = site_runtime(Path(site))
     env = environment.resolve_environment(requirements, runtime, Path(cache))
     env_key = reuse.environment_key((Path(site) / "build.json").read_bytes(), env.to_dict(), settings.limits())
+    context = RunContext(
+        runtime,
+        (*site_wheels, *(wheel.path for wheel in env.wheels)),
+        tuple(env.packages),
+        env,
+        settings,
+        pathmap.data,
+        blobs,
+    )
+    remote: list[tuple[str, bytes]] = []  # what a Dask cluster runs
     old_entries, old_keys = reuse.previous_run(out, REPORT_FILE) if reuse_previous else ({}, {})
     keys: dict[str, str] = {}
     reused: list[str] = []
@@ -264,8 +348,20 @@ def rerender(
     failures: list[BaseException] = []
     deaths: list[int] = []
 
+    def write_fresh(relative: str, fresh: bytes) -> None:
+        target = out / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(fresh)
+
     def work() -> None:
         worker: Worker | None = None
+
+        def started() -> Worker:  # a thread's worker, started when a notebook first needs it
+            nonlocal worker
+            if worker is None:
+                worker = context.worker()
+            return worker
+
         try:
             while not failures:
                 try:
@@ -298,30 +394,15 @@ def rerender(
                     record(old)
                     continue
 
-                def run(sources: list[str], cwd: str = notebook_cwd(relative)) -> dict[str, Any]:
-                    nonlocal worker
-                    if worker is None:
-                        worker = Worker(runtime, site_wheels + [wheel.path for wheel in env.wheels], env.packages)
-                    request = {"cells": sources, "pathmap": pathmap.data, "cwd": cwd, "limits": settings.limits()}
-                    return worker.run(request, blobs, settings.notebook_timeout + HOST_MARGIN)
+                if scheduler != "local":
+                    with lock:
+                        remote.append((relative, data))
+                    continue
 
-                try:
-                    fresh, entry = rerender_notebook(saved, env, settings, run)
-                    target = out / relative
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    target.write_bytes(dump_notebook(fresh))
-                    record(entry)
-                except (NotebookError, ValueError) as error:  # one odd notebook never stops the batch
-                    record(
-                        {
-                            "path": relative,
-                            "status": "stale",
-                            "reason": f"cannot be compared: {error}",
-                            "revision": saved.revision,
-                            "seconds": None,
-                            "cells": [],
-                        }
-                    )
+                fresh, entry = rerun(saved, relative, context, started)
+                if fresh is not None:
+                    write_fresh(relative, fresh)
+                record(entry)
         except BaseException as error:  # a worker that cannot start stops the pool, and is raised below
             failures.append(error)
         finally:
@@ -331,11 +412,30 @@ def rerender(
                     deaths.append(worker.deaths)
                 worker.close()
 
-    threads = [threading.Thread(target=work, daemon=True) for _ in range(max(1, workers))]
+    def finished(result: tuple[str, bytes | None, ReportEntry, float, int]) -> None:
+        relative, fresh, entry, start_seconds, died = result
+        if fresh is not None:
+            write_fresh(relative, fresh)
+        with lock:
+            if start_seconds:
+                worker_starts.append(start_seconds)
+            deaths.append(died)
+        record(entry)
+
+    # Reading, keys and reuse are this process's; a notebook that must run runs in a thread's
+    # worker (local) or, gathered first, as a Dask task.
+    threads = [
+        threading.Thread(target=work, daemon=True) for _ in range(max(1, workers if scheduler == "local" else 1))
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
+    if remote and not failures:
+        try:
+            run_tasks(rerun_task, sorted(remote), finished, scheduler=scheduler, workers=workers, context=context)
+        except (PyodideError, OSError) as stopped:  # a worker that cannot start, on the cluster
+            failures.append(stopped)
     if failures:
         error = failures[0]
         if isinstance(error, (PyodideError, OSError)) and not isinstance(error, FileNotFoundError):  # no report

@@ -131,6 +131,8 @@ def _run_dask(
             except OSError as error:
                 raise SchedulerError(f"cannot reach the Dask scheduler at {scheduler}: {error}") from None
         try:
+            # each argument shipped to every worker once (a re-render's blobs), not with every task
+            kwargs = {key: client.scatter([value], broadcast=True)[0] for key, value in kwargs.items()}
             futures = client.map(function, list(work), pure=False, **kwargs)
             for future in dask_completed(futures):
                 done(future.result())
