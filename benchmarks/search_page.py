@@ -18,8 +18,9 @@ page, measured in the page (round trips to the worker and shard fetches included
 files it needs still to fetch ("first", with the bytes the server sent meanwhile; service workers
 blocked), at once again ("again"), and once more after all the others ("repeat"). Memory after
 the first 20 questions: the proportional set size (PSS, by psutil) of the browser's renderer
-processes (the page and its worker with Pyodide), and what performance.measureUserAgentSpecificMemory
-reports for the page. Needs a built site (build.py site); every other shard is served from a
+processes (the page and its worker with Pyodide), what performance.measureUserAgentSpecificMemory
+reports for the page (not all of the worker's WebAssembly memory), and the worker's WebAssembly
+memory itself (cellar.site.bridge.heap_bytes). Needs a built site (build.py site); every other shard is served from a
 temporary site that shares everything else with site/.
 """
 
@@ -109,10 +110,9 @@ def latencies(browser, server, queries: list[str]) -> dict:
     """Per pass, page and Python ms per question: "first" (cold: its files still to fetch, with
     the bytes the server sent while it ran), "again" (the same question at once, as a user who
     changes a filter or comes back asks it) and "repeat" (every question once more after all the
-    others: what the reader let go of its decoded files is read again). The renderer memory after
-    MEMORY_AFTER questions: the PSS of its processes, and what the page itself reports
-    (performance.measureUserAgentSpecificMemory: the JavaScript and WebAssembly memory of the page
-    and its worker). Service workers are blocked: what is measured is the tab's search, not the
+    others: what the reader let go of its decoded files is read again). The memory after
+    MEMORY_AFTER questions: the PSS of the renderer's processes, what the page reports
+    (performance.measureUserAgentSpecificMemory) and the worker's WebAssembly memory. Service workers are blocked: what is measured is the tab's search, not the
     offline copy the service worker would download meanwhile."""
     context = browser.new_context(service_workers="block")
     page = context.new_page()
@@ -141,7 +141,8 @@ def latencies(browser, server, queries: list[str]) -> dict:
         ask(query, passes["first"])
         ask(query, passes["again"])
         if number + 1 == MEMORY_AFTER:
-            memory = (renderer_pss_mb(), page_memory_mb(page))
+            heap = page.evaluate("() => window.cellar.call('cellar.site.bridge', 'heap_bytes')")
+            memory = (renderer_pss_mb(), page_memory_mb(page), heap / 1e6)
     for query in queries:
         ask(query, passes["repeat"])
     context.close()
@@ -258,20 +259,22 @@ def main() -> int:
     print("questions: " + "; ".join(f"{name} {query!r}" for name, (_, query, _) in sites.items()))
     print("\nSearch latency in the page (ms; window.cellar.search, k=5; python = timings_ms.total), and the")
     print(f"kB the server sent per question; memory (MB) after {MEMORY_AFTER} questions: renderer PSS, and")
-    print("what the page reports (measureUserAgentSpecificMemory: JavaScript + WebAssembly of page and worker)")
+    print("what the page reports (measureUserAgentSpecificMemory), and the worker's WebAssembly memory (heap)")
     print(
         f"{'':8} {'queries':>7} {'pass':>7} {'p50':>7} {'p95':>7} {'python p50':>11} {'python p95':>11}"
-        f" {'kB p50':>8} {'kB p95':>8} {'PSS':>6} {'page':>6}"
+        f" {'kB p50':>8} {'kB p95':>8} {'PSS':>6} {'page':>6} {'heap':>6}"
     )
     for name, measured in latency.items():
         for pass_name, values in measured["passes"].items():
-            pss, reported = measured["memory_mb"] if pass_name == "first" and measured["memory_mb"] else (None, None)
+            pss, reported, heap = (
+                measured["memory_mb"] if pass_name == "first" and measured["memory_mb"] else [None] * 3
+            )
             print(
                 f"{name:8} {len(values['page']):7} {pass_name:>7} {percentile(values['page'], 0.5):7.1f} "
                 f"{percentile(values['page'], 0.95):7.1f} {percentile(values['python'], 0.5):11.1f} "
                 f"{percentile(values['python'], 0.95):11.1f} {percentile(values['bytes'], 0.5) / 1e3:8.0f}"
                 f" {percentile(values['bytes'], 0.95) / 1e3:8.0f} {'' if pss is None else f'{pss:6.0f}'}"
-                f" {'' if reported is None else f'{reported:6.0f}'}"
+                f" {'' if reported is None else f'{reported:6.0f}'} {'' if heap is None else f'{heap:6.0f}'}"
             )
     return 0
 

@@ -39,3 +39,9 @@ def from_bytecode(module):
 """
     count, compiled_here = pyodide.run(code)
     assert count > 20 and compiled_here == []
+
+
+def test_the_worker_reports_its_webassembly_memory_and_cpython_has_none(pyodide):
+    heap = pyodide.run("from cellar.site import bridge; bridge.heap_bytes()")
+    assert heap >= 16 << 20 and heap % 65536 == 0  # WebAssembly pages of 64 KiB
+    assert bridge.heap_bytes() is None

@@ -253,6 +253,16 @@ def search(query: str, options: Mapping[str, Any], shard_dir: str) -> dict[str, 
     return answer
 
 
+def heap_bytes() -> int | None:
+    """The size of the worker's WebAssembly memory (Python's heap and everything Pyodide holds in
+    it; it grows and never shrinks); None outside Pyodide. What the search benchmark reads."""
+    try:
+        import pyodide_js
+    except ImportError:
+        return None
+    return int(pyodide_js._module.HEAPU8.length)
+
+
 def term_marks(analyzer: Any, text: str, terms: set[str]) -> list[list[int]]:
     """[start, end] ranges of the words in `text` whose analysed terms meet `terms` (the query's):
     what the page highlights. Words are analysed one at a time, as the index analysed them, so
