@@ -234,8 +234,9 @@ def rerun(
         return None, stale
 
 
-# One warm worker per process and environment, kept across the tasks a Dask worker runs: its
-# Pyodide started and the sandbox prepared once, not for every notebook. Its Node process ends
+# One warm worker per thread and environment, kept across the tasks a Dask worker runs: its
+# Pyodide started and the sandbox prepared once, not for every notebook (a worker serves one
+# notebook at a time: a Dask worker with several threads keeps one each). Its Node process ends
 # with this process (its stdin closes).
 _WARM: dict[tuple[Any, ...], Worker] = {}
 
@@ -244,7 +245,7 @@ def rerun_task(item: tuple[str, bytes], context: RunContext) -> tuple[str, bytes
     """A Dask task: notebook `item` (archive path, bytes) run on this process's warm worker; with
     the seconds a worker took to start in this task and the worker deaths it saw."""
     relative, data = item
-    key = (context.runtime, context.wheels, context.packages)
+    key = (context.runtime, context.wheels, context.packages, threading.get_ident())
     warm = key in _WARM
     worker = _WARM[key] if warm else _WARM.setdefault(key, context.worker())
     started, deaths = (worker.start_seconds if warm else 0.0), worker.deaths
