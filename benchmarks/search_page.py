@@ -20,8 +20,8 @@ blocked), at once again ("again"), and once more after all the others ("repeat")
 the first 20 questions: the proportional set size (PSS, by psutil) of the browser's renderer
 processes (the page and its worker with Pyodide), what performance.measureUserAgentSpecificMemory
 reports for the page (not all of the worker's WebAssembly memory), and the worker's WebAssembly
-memory itself (cellar.site.bridge.heap_bytes). Needs a built site (build.py site); every other shard is served from a
-temporary site that shares everything else with site/.
+memory itself (cellar.site.bridge.heap_bytes). Needs a built site (build.py site); every other
+shard is served from a temporary site that shares everything else with site/.
 """
 
 from __future__ import annotations
