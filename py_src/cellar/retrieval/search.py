@@ -219,9 +219,10 @@ class Searcher:
                 rows = np.concatenate([c[0] for c in columns])
                 bm25_by_row = _bm25_sum(columns, rows, n_chunks, len(translated))
                 kind_by_row[rows] = np.concatenate([c[2] for c in columns])
-                bm25_rows = np.flatnonzero(bm25_by_row)
-                keep = allowed[bm25_rows] & wanted[kind_by_row[bm25_rows]]
-                candidates.append(_top_of(bm25_rows[keep], bm25_by_row[bm25_rows[keep]], DEPTH))
+                # (nonzero on a bool array: on float32 it is five times slower in WebAssembly)
+                bm25_rows = np.flatnonzero(bm25_by_row > 0)
+                picked = bm25_rows[allowed[bm25_rows] & wanted[kind_by_row[bm25_rows]]]
+                candidates.append(_top_of(picked, bm25_by_row[picked], DEPTH))
         clock.lap("bm25")
         dense_rows = np.zeros(0, np.int64)
         dense_scores = np.zeros(0, np.float32)
