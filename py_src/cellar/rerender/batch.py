@@ -49,8 +49,6 @@ from cellar.records import RERENDER_STATUSES, ReportEntry
 from cellar.rerender import environment, reuse, vfs
 from cellar.rerender.pyodide_host import PyodideError, PyodideExited, PyodideHost, confinement
 from cellar.rerender.report import REPORT_FILE, Settings, dump_notebook, make_report, notebook_cwd, rerender_notebook
-from cellar.retrieval.scheduler import check_scheduler
-from cellar.retrieval.scheduler import run as run_tasks
 
 DEFAULT_CACHE = Path(os.environ.get("CELLAR_CACHE") or Path.home() / ".cache" / "cellar") / "wheels"
 HOST_MARGIN = 30.0  # seconds past the notebook's limit before the host gives up on a worker
@@ -302,6 +300,10 @@ def rerender(
     (cellar.retrieval.scheduler: a task per notebook on a Dask cluster, each Dask worker process
     keeping one warm Pyodide worker; the cluster's workers must read the site and the archive at
     the same paths)."""
+    # (the host's: the tab imports this module for load_blobs, and has no process pool)
+    from cellar.retrieval.scheduler import check_scheduler
+    from cellar.retrieval.scheduler import run as run_tasks
+
     archive, out = Path(archive), Path(out)
     check_scheduler(scheduler)
     if archive.resolve() == out.resolve():
