@@ -17,11 +17,11 @@ import pytest
 import cellar.retrieval.incremental as incremental
 from cellar.cli import main
 from cellar.cli.progress import Progress
+from cellar.ingest import scheduler
+from cellar.ingest.scheduler import SchedulerError, batches
 from cellar.ingest.synth import generate_archive, mutate_archive
-from cellar.retrieval import scheduler
 from cellar.retrieval.embedding import default_model_dir
 from cellar.retrieval.index import PSEUDO_QUESTIONS, build_index_from_directory
-from cellar.retrieval.scheduler import SchedulerError, batches
 from cellar.retrieval.sharding import shard_files
 
 MODEL = str(default_model_dir())

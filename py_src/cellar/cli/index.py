@@ -51,11 +51,11 @@ from typing import Any
 
 from cellar.cli.progress import Progress
 from cellar.ingest.metadata import parse_rules
+from cellar.ingest.scheduler import check_scheduler
 from cellar.retrieval.embedding import ModelError, StaticModel, default_model_dir, load_model
 from cellar.retrieval.evaluation import calibrate, read_gold
 from cellar.retrieval.index import build_index_from_directory
 from cellar.retrieval.publish import shard_lock, write_shard
-from cellar.retrieval.scheduler import check_scheduler
 from cellar.retrieval.search import Searcher
 from cellar.retrieval.shard import ShardBusy, ShardError
 

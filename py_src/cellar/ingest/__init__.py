@@ -12,4 +12,6 @@ chunks        the chunk record (Chunk, Chunked) and the maker that gives ids and
 outputs       a cell's outputs -> table, scalar, stream, plot and error chunks
 chunking      a notebook or document -> all its chunks (ChunkRecord, cellar.records)
 synth         template notebooks -> a deterministic synthetic archive (`cellar synth`)
+scheduler     where per-file work runs (an index build's, a re-render's): this process, a process
+              pool, or Dask
 """

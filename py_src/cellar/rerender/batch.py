@@ -297,12 +297,12 @@ def rerender(
     of running; the report's `reuse` says what was reused, redone and removed.
 
     `scheduler`: "local" (threads, each driving its own worker), or "dask" / "tcp://HOST:PORT"
-    (cellar.retrieval.scheduler: a task per notebook on a Dask cluster, each Dask worker process
+    (cellar.ingest.scheduler: a task per notebook on a Dask cluster, each Dask worker process
     keeping one warm Pyodide worker; the cluster's workers must read the site and the archive at
     the same paths)."""
     # (the host's: the tab imports this module for load_blobs, and has no process pool)
-    from cellar.retrieval.scheduler import check_scheduler
-    from cellar.retrieval.scheduler import run as run_tasks
+    from cellar.ingest.scheduler import check_scheduler
+    from cellar.ingest.scheduler import run as run_tasks
 
     archive, out = Path(archive), Path(out)
     check_scheduler(scheduler)

@@ -7,11 +7,13 @@ distill      all-MiniLM-L6-v2 -> that static model (`cellar model distill`, need
 bilingual    FreeDict nld-eng -> a Dutch -> English term table (models/nld-eng/, GPL-2+); a Dutch
              question -> its English reading
 incremental  archive files -> each file's records, terms and vectors, cached by content hash
-scheduler    where that per-file work runs: this process, a process pool, or Dask
 index        chunk records (+ a re-render report) -> an Index in memory
 ivf          vectors -> k-means clusters, and how many a query probes
-shard        an Index <-> format 2 files on disk (term partitions, clusters, notebook
-             containers), written aside, verified, switched atomically
+packing      a shard's binary files: a JSON header and raw arrays, gzip without a time stamp
+table        the notebook table, packed by columns; filters tested on its distinct values
+sharding     an Index -> the shard's files as bytes (term partitions, clusters, containers)
+publish      a shard written aside, verified, switched atomically; the lock
+shard        the reader the tab loads: a shard's files checked and read on demand
 sources      what a search reads: an in-memory Index, or a shard fetched piece by piece
 search       a question -> the answer contract (cellar.records.Answer), or a refusal
 answer_cell  a question and a notebook's scored chunks -> its hits, the answer cell first

@@ -221,12 +221,12 @@ def build_index_from_directory(
     ``model`` is a StaticModel or a model directory; ``rules`` come from
     ``cellar.ingest.metadata.parse_rules``. With ``cache`` (a folder), the work of every file
     whose bytes and pipeline are unchanged is taken from it (``cellar.retrieval.incremental``).
-    The per-file work runs on ``scheduler`` (``cellar.retrieval.scheduler``) with ``workers``
+    The per-file work runs on ``scheduler`` (``cellar.ingest.scheduler``) with ``workers``
     processes (default: the machine's cores; with a model object rather than a folder, in this
     process). The index is the same whatever the cache, scheduler and workers.
     """
+    from cellar.ingest import scheduler as schedulers
     from cellar.ingest.discovery import MAX_FILE_BYTES, find_documents, read_document, relative_path
-    from cellar.retrieval import scheduler as schedulers
     from cellar.retrieval.embedding import load_model
     from cellar.retrieval.incremental import Cache, Part, Task, pipeline_version, prepare, prepare_batch
     from cellar.retrieval.stamps import Stamps

@@ -1,9 +1,10 @@
-"""Where the per-notebook work of an index build runs: in this process, a local process pool, or
-a Dask cluster.
+"""Where per-file work runs: in this process, a local process pool, or a Dask cluster. An index
+build's batches (``cellar.retrieval.incremental.prepare_batch``) and a re-render's notebooks
+(``cellar.rerender.batch.rerun_task``) both run here; it sits in the lowest layer that both reach.
 
-In: batches of tasks and a function that prepares one batch (``cellar.retrieval.incremental.
-prepare_batch``), the scheduler's name. Out: each batch's result, handed to ``done`` as batches
-finish (in any order: the caller sorts, so the index does not depend on it).
+In: batches of tasks and a function that prepares one batch, the scheduler's name. Out: each
+batch's result, handed to ``done`` as batches finish (in any order: the caller sorts, so the
+index does not depend on it).
 
 - ``local`` (the default): a ``concurrent.futures`` process pool of ``workers`` processes (the
   machine's cores), or this process alone when there is one batch or one worker. Needs nothing
