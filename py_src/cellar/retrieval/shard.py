@@ -35,6 +35,7 @@ switched atomically by ``cellar.retrieval.publish.write_shard``. The tab loads t
 
 from __future__ import annotations
 
+import bisect
 import gzip
 import json
 import os
@@ -42,7 +43,7 @@ import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -61,7 +62,7 @@ PARTITION_POSTINGS = 4096  # postings per terms partition (a term is never split
 # shrinks: at 41,000 notebooks a question decodes about 7 MB of partitions and clusters, which,
 # all kept, would grow the tab by that much for every question asked.
 DECODED_BYTES = 48 << 20
-TERM_BYTES, RECORD_BYTES = 400, 1000  # about what a term's postings entry and a chunk record take as objects
+RECORD_BYTES = 1000  # about what a chunk record takes as objects
 
 
 class ShardError(ValueError):
@@ -121,6 +122,45 @@ def checked_bytes(name: str, data: bytes, expected: Mapping[str, Any] | None, so
             f"{len(data)} bytes; {MANIFEST} records {expected['sha256']}, {expected['bytes']} bytes)"
         )
     return data
+
+
+class Partition(NamedTuple):
+    """A postings partition as read: its terms (sorted, UTF-8 end to end) and the postings of
+    each, found by bisection. Reading one makes no Python object per term: a partition holds up
+    to PARTITION_POSTINGS terms, and a question reads several whole partitions for a few."""
+
+    terms: bytes
+    offsets: list[int]  # term j is terms[offsets[j]:offsets[j + 1]]
+    indptr: list[int]  # its postings are rows, scores and kinds [indptr[j]:indptr[j + 1]]
+    rows: np.ndarray
+    scores: np.ndarray
+    kinds: np.ndarray
+
+    @classmethod
+    def of(cls, arrays: Mapping[str, np.ndarray]) -> Partition:
+        """The partition of a terms file's arrays; ValueError if they disagree."""
+        terms = arrays["terms_utf8"].tobytes()
+        offsets, indptr = arrays["terms_offsets"].tolist(), arrays["indptr"].tolist()
+        rows, scores, kinds = arrays["rows"], arrays["scores"], arrays["kinds"]
+        if len(offsets) != len(indptr) or offsets[-1] != len(terms) or indptr[-1] != len(rows):
+            raise ValueError("its arrays disagree")
+        if not len(rows) == len(scores) == len(kinds):
+            raise ValueError("its arrays disagree")
+        terms.decode("utf-8")  # raises UnicodeDecodeError, a ValueError
+        return cls(terms, offsets, indptr, rows, scores, kinds)
+
+    def _term(self, j: int) -> bytes:
+        return self.terms[self.offsets[j] : self.offsets[j + 1]]
+
+    def get(self, term: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """(chunk rows ascending, BM25 scores, kinds) of ``term``; None if the partition lacks it.
+        UTF-8 bytes sort as the code points they encode, so the str order of the vocabulary holds."""
+        key, n = term.encode("utf-8"), len(self.offsets) - 1
+        j = bisect.bisect_left(range(n), key, key=self._term)
+        if j == n or self._term(j) != key:
+            return None
+        s, e = self.indptr[j], self.indptr[j + 1]
+        return self.rows[s:e], self.scores[s:e], self.kinds[s:e]
 
 
 class Shard:
@@ -302,33 +342,23 @@ class Shard:
 
     def partition_name(self, term: str) -> str | None:
         """The partition that would hold ``term`` (None: before the first term)."""
-        import bisect
-
         i = bisect.bisect_right(self.lexical_first, term) - 1
         return self.lexical_files[i] if i >= 0 else None
 
     def partition_names(self, terms: Iterable[str]) -> list[str]:
         return list(dict.fromkeys(name for name in map(self.partition_name, terms) if name is not None))
 
-    def _partition(self, name: str) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-        """The postings of each term of partition ``name``."""
+    def _partition(self, name: str) -> Partition:
+        """Partition ``name``'s postings."""
         kept = self._kept(name)
         if kept is not None:
             return kept
-        meta, arrays = self._unpacked(name, ("terms_utf8", "terms_offsets", "indptr", "rows", "kinds", "scores"))
-        blob = arrays["terms_utf8"].tobytes()
-        offsets = arrays["terms_offsets"].tolist()
-        indptr = arrays["indptr"].tolist()
-        rows, kinds, scores = arrays["rows"], arrays["kinds"], arrays["scores"]
-        if len(offsets) != len(indptr) or indptr[-1] != len(rows) or not len(rows) == len(kinds) == len(scores):
-            raise ShardError(f"{self.source}/{name}: damaged (its arrays disagree)")
-        postings = {}
-        for j in range(len(offsets) - 1):
-            term = blob[offsets[j] : offsets[j + 1]].decode("utf-8")
-            s, e = indptr[j], indptr[j + 1]
-            postings[term] = (rows[s:e], scores[s:e], kinds[s:e])
-        size = sum(array.nbytes for array in arrays.values()) + TERM_BYTES * len(postings)
-        return self._keep(name, postings, size)
+        _, arrays = self._unpacked(name, ("terms_utf8", "terms_offsets", "indptr", "rows", "kinds", "scores"))
+        try:
+            partition = Partition.of(arrays)
+        except ValueError as error:
+            raise ShardError(f"{self.source}/{name}: damaged ({error})") from None
+        return self._keep(name, partition, sum(array.nbytes for array in arrays.values()))
 
     def postings(self, term: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """(chunk rows ascending, BM25 scores, kinds) of ``term``; None for a term no chunk holds."""
