@@ -14,7 +14,7 @@ import { $, element, STAGE_NAMES } from "./ui.js";
 const STAGES = { ...STAGE_NAMES.en, ready: "Ready" };  // ready here: the index is open too
 // Share of the progress bar at the start of each stage, and a stage's usual length (ms) on a
 // modest laptop: the bar creeps towards the next stage, so it moves without pretending to know.
-const PROGRESS = { runtime: [0, 3000], packages: [45, 2000], cellar: [70, 1500], index: [88, 800], ready: [100, 1] };
+const PROGRESS = { runtime: [0, 3000], packages: [45, 3000], index: [85, 800], ready: [100, 1] };
 const DEBOUNCE_MS = 200;
 const QUOTE_LIMIT = 900;
 

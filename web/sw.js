@@ -30,7 +30,7 @@ const VERSION = new URL(self.location.href).searchParams.get("build") ?? "unvers
 const CACHE = `cellar-${VERSION}`;
 const SITE = new URL("./", self.location.href);
 const RUNTIME = new URL("pyodide/", SITE).pathname;
-// The packages worker.js loads before the wheels; their dependencies come from the lock.
+// The packages worker.js loads beside the wheels; their dependencies come from the lock.
 const BOOT_PACKAGES = ["numpy"];
 const OFFLINE_SHARD_BYTES = 20e6;
 const PYODIDE_FILES = ["pyodide.mjs", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json"];

@@ -69,10 +69,10 @@ export function frontMatter(text) {
 
 // The worker's boot stages (worker.js), then the search page's own: opening the index.
 export const STAGE_NAMES = {
-  en: { runtime: "Loading the Python runtime", packages: "Loading NumPy", cellar: "Installing cellar",
+  en: { runtime: "Loading the Python runtime", packages: "Loading NumPy and cellar",
         index: "Opening the index", ready: "Python is ready", failed: "Python could not start",
         waiting: "Starting Python" },
-  nl: { runtime: "Python-runtime laden", packages: "NumPy laden", cellar: "cellar installeren",
+  nl: { runtime: "Python-runtime laden", packages: "NumPy en cellar laden",
         index: "De index openen", ready: "Python is klaar", failed: "Python kon niet starten",
         waiting: "Python starten" },
 };

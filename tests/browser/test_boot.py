@@ -13,7 +13,7 @@ def test_page_shows_progress_then_python_and_cellar_versions(page, site_url, scr
     ready = page.evaluate("() => window.cellar.ready")
     assert ready["python"].startswith("3.12.")
     assert ready["cellar"] == cellar.__version__
-    assert [entry["stage"] for entry in ready["timeline"]] == ["runtime", "packages", "cellar", "ready"]
+    assert [entry["stage"] for entry in ready["timeline"]] == ["runtime", "packages", "ready"]
     expect(page.locator("#python-version")).to_have_text(ready["python"])
     expect(page.locator("#cellar-version")).to_have_text(cellar.__version__)
     screenshot("boot-ready")
