@@ -164,3 +164,23 @@ class BM25:
         terms = [blob[s:e].decode("utf-8") for s, e in zip(offsets[:-1], offsets[1:])]
         k1, b = (float(v) for v in arrays["params"])
         return cls(terms, arrays["data"], arrays["indices"], indptr, n_docs, k1, b)
+
+
+def summed_scores(
+    columns: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]],
+    rows: np.ndarray,
+    n: int,
+    translated: int,
+    weight: float,
+) -> np.ndarray:
+    """BM25 per document (``n`` of them; ``rows``: each gathered posting's document) from a query's
+    columns (rows, scores, ...), plus ``weight`` times that of the last ``translated`` ones (a
+    Dutch question's English reading). Per side one bincount in float64, rounded once (as
+    ``BM25.score``), the sides summed in float32: the scores of the full matrix, to the bit."""
+    split = sum(len(c[0]) for c in columns[: len(columns) - translated])
+    scores_of = np.concatenate([c[1] for c in columns])
+    scores = np.bincount(rows[:split], scores_of[:split], minlength=n).astype(np.float32)
+    if translated:
+        english = np.bincount(rows[split:], scores_of[split:], minlength=n).astype(np.float32)
+        scores = scores + np.float32(weight) * english
+    return scores

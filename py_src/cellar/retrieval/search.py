@@ -55,7 +55,7 @@ import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -64,6 +64,7 @@ from cellar.retrieval.analysis import Analyzer
 from cellar.retrieval.answer_cell import intent, order_hits
 from cellar.retrieval.bilingual import QUESTION_WORDS, Reading, Translator, load_table, read_in_english
 from cellar.retrieval.blocks import Asked, asked, block_terms, known_share, order_blocks
+from cellar.retrieval.bm25 import summed_scores
 from cellar.retrieval.context import TEXT_LIMIT, section_context
 from cellar.retrieval.embedding import StaticModel
 from cellar.retrieval.filters import Filters
@@ -116,6 +117,15 @@ class Ranking:
         return tuple(n for n, _, _ in self.notebooks[: 1 if self.refused else None])
 
 
+class _Fused(NamedTuple):
+    terms: list[str]
+    numbers: list[list[str]]
+    held_by: Mapping[str, Any]
+    vectors: np.ndarray | None
+    ranked: list[tuple[int, float, list[tuple[int, float]]]]
+    laps: dict[str, float]
+
+
 class Searcher:
     """Searches one source (an in-memory Index, or a format-2 Shard: what it fetches on demand)
     with one model. ``fragment(n)`` gives notebook n's chunk records when searching an Index
@@ -152,6 +162,7 @@ class Searcher:
             for name, thresholds in source.calibration.get("by_source", {}).items()
         }
         self._allowed_cache: dict[Filters, np.ndarray] = {}
+        self._last_fused: tuple[tuple[str, Filters, str], _Fused] | None = None
         self.bilingual = bilingual
         self._translator: Translator | None = None
 
@@ -177,8 +188,27 @@ class Searcher:
         ``needs`` names the notebooks whose records ``answer`` will read."""
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; choose from {list(MODES)}")
-        clock = _Clock()
         filters = filters or Filters()
+        # A tab asks again once it has fetched the top notebooks' containers: the fusion before
+        # them is kept for the last question, not computed twice.
+        if self._last_fused is None or self._last_fused[0] != (query, filters, mode):
+            self._last_fused = ((query, filters, mode), self._fuse(query, filters, mode))
+        terms, numbers, held_by, vectors, ranked, laps = self._last_fused[1]
+        start = time.perf_counter()
+        top = [n for n, _, _ in ranked[:k]]
+        if vectors is not None and top:
+            self.source.require(self.source.container_name(n) for n in top)
+        evidence = self._evidence(query, terms, numbers, ranked[0][0] if ranked else None, vectors, held_by)
+        refused = self._refuse(evidence, ranked)
+        laps = {**laps, "fuse": laps["fuse"] + round((time.perf_counter() - start) * 1000, 3)}
+        return Ranking(
+            query, mode, tuple(dict.fromkeys(terms)), tuple(ranked[:k]), evidence, refused, laps, filters.kinds
+        )
+
+    def _fuse(self, query: str, filters: Filters, mode: str) -> _Fused:
+        """``rank`` up to the containers: the query's terms, numbers and vectors, and the notebooks
+        by fused score with their candidate chunks. It reads postings and clusters only."""
+        clock = _Clock()
         terms = self.analyzer.query_terms(query)
         numbers = [self.analyzer.terms(number) for number in dict.fromkeys(NUMBER_IN_TEXT.findall(query))]
         reading = self._read_in_english(query)
@@ -217,7 +247,7 @@ class Searcher:
             columns += translated
             if columns:
                 rows = np.concatenate([c[0] for c in columns])
-                bm25_by_row = _bm25_sum(columns, rows, n_chunks, len(translated))
+                bm25_by_row = summed_scores(columns, rows, n_chunks, len(translated), TRANSLATION_WEIGHT)
                 kind_by_row[rows] = np.concatenate([c[2] for c in columns])
                 # (nonzero on a bool array: on float32 it is five times slower in WebAssembly)
                 bm25_rows = np.flatnonzero(bm25_by_row > 0)
@@ -242,15 +272,8 @@ class Searcher:
             _lookup(rows, dense_rows, dense_scores, np.nan) if vectors is not None else None,
             weight,
         )
-        top = [n for n, _, _ in ranked[:k]]
-        if vectors is not None and top:
-            self.source.require(self.source.container_name(n) for n in top)
-        evidence = self._evidence(query, terms, numbers, ranked[0][0] if ranked else None, vectors, held_by)
-        refused = self._refuse(evidence, ranked)
         clock.lap("fuse")
-        return Ranking(
-            query, mode, tuple(dict.fromkeys(terms)), tuple(ranked[:k]), evidence, refused, clock.laps, filters.kinds
-        )
+        return _Fused(terms, numbers, held_by, vectors, ranked, clock.laps)
 
     def answer(self, ranking: Ranking) -> Answer:
         """The second phase of ``search``: the answer contract, reading the records of
@@ -588,22 +611,6 @@ def _top_of(rows: np.ndarray, scores: np.ndarray, depth: int) -> np.ndarray:
         candidates = candidates[scores >= kth]
     picked = rows[candidates]
     return picked[np.lexsort((picked, -scores[candidates]))][:depth]
-
-
-def _bm25_sum(
-    columns: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]], rows: np.ndarray, n: int, translated: int
-) -> np.ndarray:
-    """BM25 per chunk (``n`` of them; ``rows``: each gathered posting's chunk) from the query's
-    columns, plus ``TRANSLATION_WEIGHT`` times that of the last ``translated`` ones (a Dutch
-    question's English reading). Per side one bincount in float64, rounded once (as BM25.score),
-    the sides summed in float32: the scores of the Index's full vectors, to the bit."""
-    split = sum(len(c[0]) for c in columns[: len(columns) - translated])
-    weights = np.concatenate([c[1] for c in columns])
-    scores = np.bincount(rows[:split], weights[:split], minlength=n).astype(np.float32)
-    if translated:
-        english = np.bincount(rows[split:], weights[split:], minlength=n).astype(np.float32)
-        scores = scores + np.float32(TRANSLATION_WEIGHT) * english
-    return scores
 
 
 def _lookup(rows: np.ndarray, keys: np.ndarray, values: np.ndarray, missing: float) -> np.ndarray:
