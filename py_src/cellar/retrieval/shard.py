@@ -104,7 +104,11 @@ def checked_manifest(data: bytes, source: str) -> dict[str, Any]:
 
 def checked_file(name: str, data: bytes, expected: Mapping[str, Any] | None, source: str) -> bytes:
     """A shard file's bytes once they match `expected` (its bytes and SHA-256), decompressed."""
-    checked_bytes(name, data, expected, source)
+    return decompressed(name, checked_bytes(name, data, expected, source), source)
+
+
+def decompressed(name: str, data: bytes, source: str) -> bytes:
+    """A shard file's gzip-compressed bytes, decompressed."""
     try:
         return gzip.decompress(data)
     except (OSError, EOFError, zlib.error) as error:
@@ -187,6 +191,11 @@ class Shard:
         # arrays, a container's records and vectors), least recently used first, and their bytes.
         self._decoded: OrderedDict[str, tuple[Any, int]] = OrderedDict()
         self._decoded_bytes = 0
+        # The files whose SHA-256 held when first read. A file read again once the reader let go
+        # of what it decoded is not hashed again: its name is its content's hash, and where it was
+        # read from (a tab's in-memory copy of what it fetched, a shard version no writer changes)
+        # holds the bytes that were checked.
+        self._verified: set[str] = set()
         if self.manifest.get("kinds") != list(KINDS):
             raise ShardError(
                 f"{source}/{MANIFEST}: chunk kinds {self.manifest.get('kinds')!r}, this cellar knows "
@@ -257,8 +266,12 @@ class Shard:
     def _unpacked(
         self, name: str, needed: Sequence[str] = (), expected: Mapping[str, Any] | None = None
     ) -> tuple[Any, dict[str, np.ndarray]]:
-        """The file's meta data and arrays, checked (not kept: see ``_kept``)."""
-        data = self._checked(name, expected)
+        """The file's meta data and arrays, checked when first read (not kept: see ``_kept``)."""
+        if name in self._verified:
+            data = decompressed(name, self._bytes(name), self.source)
+        else:
+            data = self._checked(name, expected)
+            self._verified.add(name)
         try:
             meta, arrays = unpack(data)
             absent = [key for key in needed if key not in arrays]
@@ -289,6 +302,7 @@ class Shard:
         """Let go of every file read so far (they are read and checked again when needed)."""
         self._decoded.clear()
         self._decoded_bytes = 0
+        self._verified.clear()
 
     def require(self, names: Iterable[str]) -> None:
         """Raise NeedFiles naming those of ``names`` that cannot be read yet (see the class)."""
