@@ -137,3 +137,41 @@ def test_a_scope_paragraph_or_preamble_gives_way_to_the_block_that_answers():
     assert ordered[0][0] == 101
     # a clause or a note never announces, whatever its place
     assert not announces({"meta": {"source": "clauses", "block": "clause", "headings": []}}, titled=False)
+
+
+def test_a_noun_phrase_question_asks_for_the_kind_its_first_words_name():
+    assert asked("what is the rudder area of the dredger").families == ("area",)
+    assert asked("bollard pull of the dredger during the sea trial").families == ("force", "mass")
+    assert asked("minimum cross-section of the earthing conductor").families == ("area",)
+    assert asked("start air compressor overheating because the cooler was blocked") == Asked()
+
+
+def test_the_quantity_evidence_wants_a_unit_of_the_asked_kind_in_the_entry():
+    from cellar.retrieval.blocks import quantity_share
+
+    report = "The rudder moved in 24 seconds. The highest pressure was 172 bar. Rated torque 160 kNm."
+    holds = set(analyse(report)).__contains__
+    assert quantity_share("what is the rudder area of the dredger", holds, analyse) == 0.0
+    assert quantity_share("bollard pull of the dredger during the trial", holds, analyse) == 0.0
+    assert quantity_share("what was the highest working pressure", holds, analyse) == 1.0
+    assert quantity_share("Wat was de hoogste werkdruk?", holds, analyse) == 1.0
+    # no kind asked: no evidence either way
+    assert quantity_share("where is the emergency steering position", holds, analyse) == 1.0
+
+
+def test_refusal_and_calibration_use_the_quantity_evidence():
+    from cellar.retrieval.evaluation import calibrate_features
+    from cellar.retrieval.search import refuses
+
+    def evidence(quantity, similarity):
+        return {"coverage": 1.0, "known_coverage": 1.0, "numbers": 1.0, "similarity": similarity, "known": 1.0,
+                "quantity": quantity, "source": "document"}  # fmt: skip
+
+    thresholds = {"min_coverage": 0.3, "min_numbers": 0.5, "min_similarity": 0.4, "min_known": 0.5}
+    assert not refuses(evidence(0.0, 0.9), thresholds)
+    assert refuses(evidence(0.0, 0.9), {**thresholds, "min_quantity": 0.5})
+    # near misses alike in every other evidence are told apart by the quantity alone
+    features = [(True, evidence(1.0, 0.7 + i / 100)) for i in range(10)]
+    features += [(False, evidence(0.0, 0.7 + i / 100)) for i in range(5)]
+    fitted = calibrate_features(features)["thresholds"]
+    assert fitted["min_quantity"] == 0.5 and fitted["min_similarity"] == 0.0

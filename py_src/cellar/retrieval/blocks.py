@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cellar.retrieval.quantities import asked_families, families_of_noun, stated_families, unit_word_families
+from cellar.retrieval.quantities import UNITS, asked_families, families_of_noun, stated_families, unit_word_families
 
 EVIDENCE_WEIGHT = 0.5
 QUANTITY_WEIGHT = 1.0
@@ -65,7 +65,16 @@ _MEASURE = re.compile(
     re.IGNORECASE,
 )
 _WHAT = re.compile(
-    r"\b(?:what|which|welke|wat\s+(?:is|zijn|was|waren)\s+(?:de|het))\s+((?:[\w-]+\s+){0,2}[\w-]+)", re.IGNORECASE
+    r"\b(?:what|which|welke|wat\s+(?:is|zijn|was|waren)\s+(?:de|het))\s+(?:(?:is|are|was|were)\s+(?:the\s+|an?\s+)?)?"
+    r"((?:[\w-]+\s+){0,2}[\w-]+)",
+    re.IGNORECASE,
+)
+# A question that opens with an asking word; one that does not is a noun phrase whose first words
+# name what it asks for ("bollard pull of the dredger", "minimum cross-section of the conductor").
+_ASKING_START = re.compile(
+    r"^\W*(?:what|which|how|where|when|why|who|whom|whose|is|are|was|were|does|do|did|can|could|must|may|shall|should|"
+    r"welke|welk|wat|hoe|hoeveel|waar|wanneer|waarom|wie|zijn|moet|moeten|mag|kan|tot|at|in|on|to|from|above|below)\b",
+    re.IGNORECASE,
 )
 NUMBER_WORDS = (
     "one two three four five six seven eight nine ten eleven twelve twenty hundred "
@@ -116,6 +125,8 @@ def asked(query: str) -> Asked:
             return Asked(measure=True, attribute=counted[:1], families=tuple(sorted(unit_word_families(counted[0]))))
         return Asked(count=counted)
     named = [word for match in _WHAT.finditer(query) for word in match.group(1).casefold().split()]
+    if not _ASKING_START.search(query):
+        named += _WORD.findall(query.casefold())[:3]
     attribute = tuple(
         word
         for word in named
@@ -242,3 +253,17 @@ def known_share(
         return 1.0
     found = sum(w for w, t in pairs if knows(t) or any(knows(e) for e in (held_by or {}).get(t, ())))
     return round(found / total, 4)
+
+
+def quantity_share(query: str, holds: Callable[[str], bool], analyse: Callable[[str], list[str]]) -> float:
+    """The refusal's ``quantity`` evidence: 0.0 when ``query`` asks for a quantity of a known kind
+    (``asked(query).families``) and the best entry ``holds`` no unit of that kind anywhere, else
+    1.0. A near miss asks the one value a report does not give (the rudder's `area` of a report
+    stating seconds, bar and kNm; a `bollard pull` in tonnes or kN) while sharing its other
+    words; a unit of the asked kind is the least a block that answers must hold. (Read from the
+    postings: whether the entry's text holds the unit's term, wherever it stands.)"""
+    families = asked(query).families
+    if not families:
+        return 1.0
+    units = {term for family in families for unit in UNITS[family] for term in analyse(unit)[:1] if not term.isdigit()}
+    return 1.0 if any(holds(term) for term in units) else 0.0

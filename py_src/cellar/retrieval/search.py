@@ -63,7 +63,7 @@ from cellar.records import KINDS, Answer, Hit, NeighbourhoodEntry, NotebookResul
 from cellar.retrieval.analysis import Analyzer
 from cellar.retrieval.answer_cell import intent, order_hits
 from cellar.retrieval.bilingual import QUESTION_WORDS, Reading, Translator, load_table, read_in_english
-from cellar.retrieval.blocks import Asked, asked, block_terms, known_share, order_blocks
+from cellar.retrieval.blocks import Asked, asked, block_terms, known_share, order_blocks, quantity_share
 from cellar.retrieval.bm25 import summed_scores
 from cellar.retrieval.context import TEXT_LIMIT, section_context
 from cellar.retrieval.embedding import StaticModel
@@ -446,6 +446,7 @@ class Searcher:
             evidence["source"] = meta["source"]
             # and a document's prose names what it covers: words no file uses tell (blocks.known_share)
             evidence["known"] = known_share(zip(weights, judged), self._knows, held_by, self.analyzer.terms)
+            evidence["quantity"] = quantity_share(query, lambda t: self._in_notebook(t, entry), self.analyzer.terms)
         return evidence
 
     def _knows(self, term: str) -> bool:
@@ -656,6 +657,7 @@ def refuses(evidence: Mapping[str, Any], thresholds: Mapping[str, float]) -> boo
         (evidence["coverage"] < thresholds["min_coverage"] and not unknown_words_left_to_meaning(evidence))
         or evidence["numbers"] < thresholds["min_numbers"]
         or evidence.get("known", 1.0) < thresholds.get("min_known", 0.0)
+        or evidence.get("quantity", 1.0) < thresholds.get("min_quantity", 0.0)
         or (similarity is not None and similarity < thresholds["min_similarity"])
     )
 
