@@ -62,7 +62,7 @@ import numpy as np
 from cellar.records import KINDS, Answer, Hit, NeighbourhoodEntry, NotebookResult
 from cellar.retrieval.analysis import Analyzer
 from cellar.retrieval.answer_cell import intent, order_hits
-from cellar.retrieval.bilingual import QUESTION_WORDS, Reading, Translator, load_table, read_in_english
+from cellar.retrieval.bilingual import QUESTION_WORDS, Reading, Translator, read_in_english, reading_table
 from cellar.retrieval.blocks import Asked, asked, block_terms, known_share, order_blocks, quantity_share
 from cellar.retrieval.bm25 import summed_scores
 from cellar.retrieval.context import TEXT_LIMIT, section_context
@@ -314,7 +314,7 @@ class Searcher:
             return Reading()
         if self._translator is None:  # read once, at the first Dutch question
             stop = QUESTION_WORDS.union(*(self.analyzer.stop_words(lang) for lang in ("dutch", "english")))
-            self._translator = Translator(load_table(), stop, self.model.tokenizer.vocab)
+            self._translator = Translator(reading_table(), stop, self.model.tokenizer.vocab)
         return read_in_english(query, self.analyzer, self._translator)
 
     def _query_vectors(self, query: str, reading: Reading) -> np.ndarray:
