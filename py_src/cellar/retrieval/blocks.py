@@ -265,5 +265,7 @@ def quantity_share(query: str, holds: Callable[[str], bool], analyse: Callable[[
     families = asked(query).families
     if not families:
         return 1.0
-    units = {term for family in families for unit in UNITS[family] for term in analyse(unit)[:1] if not term.isdigit()}
-    return 1.0 if any(holds(term) for term in units) else 0.0
+    units = {unit: [term for term in analyse(unit)[:1] if not term.isdigit()] for f in families for unit in UNITS[f]}
+    if not all(units.values()):  # a unit the analyser drops (`%`, `°`, `a`): the postings cannot tell
+        return 1.0
+    return 1.0 if any(holds(terms[0]) for terms in units.values()) else 0.0
