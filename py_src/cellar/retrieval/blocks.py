@@ -262,10 +262,18 @@ def quantity_share(query: str, holds: Callable[[str], bool], analyse: Callable[[
     stating seconds, bar and kNm; a `bollard pull` in tonnes or kN) while sharing its other
     words; a unit of the asked kind is the least a block that answers must hold. (Read from the
     postings: whether the entry's text holds the unit's term, wherever it stands.)"""
-    families = asked(query).families
-    if not families:
-        return 1.0
-    units = {unit: [term for term in analyse(unit)[:1] if not term.isdigit()] for f in families for unit in UNITS[f]}
-    if not all(units.values()):  # a unit the analyser drops (`%`, `°`, `a`): the postings cannot tell
-        return 1.0
-    return 1.0 if any(holds(terms[0]) for terms in units.values()) else 0.0
+    terms = quantity_terms(query, analyse)
+    return 1.0 if not terms or any(holds(term) for term in terms) else 0.0
+
+
+def quantity_terms(query: str, analyse: Callable[[str], list[str]]) -> list[str]:
+    """The terms of the units of the kind ``query`` asks for (`bar`, `kpa`, ... for a pressure):
+    what ``quantity_share`` looks up, and whose postings a tab must have fetched. Empty when no
+    kind is asked, or when a unit of it is one the analyser drops (`%`, `°`, `a`): the postings
+    cannot tell then."""
+    units = [
+        [term for term in analyse(unit)[:1] if not term.isdigit()] for f in asked(query).families for unit in UNITS[f]
+    ]
+    if not all(units):
+        return []
+    return list(dict.fromkeys(terms[0] for terms in units))

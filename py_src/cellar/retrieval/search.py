@@ -63,7 +63,7 @@ from cellar.records import KINDS, Answer, Hit, NeighbourhoodEntry, NotebookResul
 from cellar.retrieval.analysis import Analyzer
 from cellar.retrieval.answer_cell import intent, order_hits
 from cellar.retrieval.bilingual import QUESTION_WORDS, Reading, Translator, read_in_english, reading_table
-from cellar.retrieval.blocks import Asked, asked, block_terms, known_share, order_blocks, quantity_share
+from cellar.retrieval.blocks import Asked, asked, block_terms, known_share, order_blocks, quantity_share, quantity_terms
 from cellar.retrieval.bm25 import summed_scores
 from cellar.retrieval.context import TEXT_LIMIT, section_context
 from cellar.retrieval.embedding import StaticModel
@@ -196,8 +196,10 @@ class Searcher:
         terms, numbers, held_by, vectors, ranked, laps = self._last_fused[1]
         start = time.perf_counter()
         top = [n for n, _, _ in ranked[:k]]
-        if vectors is not None and top:
-            self.source.require(self.source.container_name(n) for n in top)
+        needed = [self.source.container_name(n) for n in top] if vectors is not None else []
+        if ranked and "source" in self.notebooks[ranked[0][0]]["meta"]:  # a document's units (quantity evidence)
+            needed += self.source.partition_names(quantity_terms(query, self.analyzer.terms))
+        self.source.require(needed)
         evidence = self._evidence(query, terms, numbers, ranked[0][0] if ranked else None, vectors, held_by)
         refused = self._refuse(evidence, ranked)
         laps = {**laps, "fuse": laps["fuse"] + round((time.perf_counter() - start) * 1000, 3)}
