@@ -324,7 +324,10 @@ function table(text) {
 
 function neighbourhood(notebook) {
   const isDocument = notebook.neighbourhood.some((entry) => entry.citation !== undefined);
-  const place = (entry) => (entry.citation !== undefined || isDocument
+  const place = (entry) => (entry.citation !== undefined && entry.start !== undefined
+    // a document's passage: the document viewer at that block, as the hit's own citation opens it
+    ? element("a", { href: viewerUrl(notebook, entry), className: "cite" }, element("cite", { textContent: entry.citation }))
+    : entry.citation !== undefined || isDocument
     ? element("cite", { textContent: entry.citation ?? "section" })
     : element("a", { href: viewerUrl(notebook, entry), textContent: `cell ${entry.cell}${entry.output !== undefined ? `, output ${entry.output}` : ""}` }));
   return element("details", { className: "neighbourhood" },

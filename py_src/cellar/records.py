@@ -79,6 +79,8 @@ class NeighbourhoodEntry(TypedDict):
     text: str  # the chunk's quote, cut at a length limit
     output: NotRequired[int]  # an output's entry; absent for a cell's source
     citation: NotRequired[str]  # a document block's citation (a document's context)
+    start: NotRequired[int]  # a document block's offsets in the extracted text (the viewer opens there)
+    end: NotRequired[int]
 
 
 class NotebookResult(TypedDict):

@@ -54,6 +54,23 @@ def test_a_clause_hit_opens_the_document_at_its_block_with_the_quote_marked(page
     screenshot("document-clause")
 
 
+def test_a_passage_in_a_document_hits_context_opens_the_viewer_at_that_passage(page, site_url):
+    ask(page, site_url, "minimum cross-section of the earthing conductor of a pump motor")
+    best = page.locator("#notebooks > li").first
+    expect(best.locator(".path")).to_have_text(CLAUSES)
+    best.locator("details.neighbourhood summary").click()
+    links = best.locator("details.neighbourhood li a.cite")
+    assert links.count() >= 2, "the context's passages do not link into the viewer"
+    following = links.last  # a passage after the hit's own
+    cited = following.inner_text()
+    assert cited != "CVS 210:2019 §6.3.2 b" and cited.startswith("CVS 210:2019 §6.3.2")
+    following.click()
+    wait_for(page, "document.body.dataset.rendered === 'true'", timeout=BOOT_TIMEOUT_MS)
+    expect(page.locator("#citation")).to_have_text(cited)
+    expect(page.locator(".doc-block.cited cite")).to_have_text(cited)
+    assert in_view(page, ".doc-block.cited"), "the passage is not scrolled into view"
+
+
 def test_a_note_hit_opens_the_notes_with_its_fields(page, site_url, screenshot):
     ask(page, site_url, "bearing replaced at the drive end of ballast pump 1 in 2017")
     hits = page.locator("#notebooks .hit a.cite", has_text="T2-2017-04411")

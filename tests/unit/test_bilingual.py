@@ -16,6 +16,7 @@ from cellar.retrieval.bilingual import (
     parse_table,
     read_dictd,
     read_in_english,
+    reading_table,
     write_table,
 )
 
@@ -114,3 +115,21 @@ def test_a_dutch_question_reads_in_english_and_an_english_one_does_not():
 def test_the_packaged_table_loads():
     table = load_table()
     assert len(table) > 10_000 and "pressure" in table["druk"]
+
+
+def test_the_technical_table_gives_a_words_engineering_sense_and_names_a_compounds_parts(tmp_path):
+    table = reading_table()
+    assert table["druk"] == ("pressure",) and table["nood"] == ("emergency",)  # not edition, busy, print; need
+    assert len(table) > 10_000  # FreeDict's other headwords stay
+    translator = Translator(table, (), ("valve", "drain", "intercooler", "leakage"))
+    assert [t.english for t in translator.translate(["aftapventiel", "lekkage"])] == [
+        ("valve", "drain"),
+        ("leakage", "leak"),
+    ]
+    # a damaged technical table is refused, naming its file
+    folder = tmp_path / "t"
+    folder.mkdir()
+    (folder / "technical.tsv").write_text("druk\tpressure\n", encoding="utf-8")
+    (folder / "table.json").write_text('{"file": "technical.tsv", "sha256": "0"}', encoding="utf-8")
+    with pytest.raises(ValueError, match="technical.tsv"):
+        load_table(str(folder))

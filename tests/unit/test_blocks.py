@@ -11,8 +11,12 @@ analyse = Analyzer(AnalyzerSettings()).terms
 
 def test_what_a_question_asks_of_a_block():
     assert asked("how many mooring lines hold the vessel") == Asked(count=("mooring", "lines"))
-    assert asked("what capacity do the ballast pumps have") == Asked(measure=True, attribute=("capacity",))
-    assert asked("Wat is de ontwerpwind voor de afmeerlijnen?") == Asked(measure=True, attribute=("ontwerpwind",))
+    assert asked("what capacity do the ballast pumps have") == Asked(
+        measure=True, attribute=("capacity",), families=("flow", "volume", "power", "mass")
+    )
+    assert asked("Wat is de ontwerpwind voor de afmeerlijnen?") == Asked(
+        measure=True, attribute=("ontwerpwind",), families=("speed",)
+    )
     assert asked("how often must the valves be inspected").measure
     assert asked("which mooring line carries the highest tension") == Asked()
     assert asked("Welke klep is vereist in het aanvaringsschot?") == Asked()
@@ -77,8 +81,99 @@ def test_the_known_share_weighs_the_words_no_file_uses_and_not_the_asking_words(
 
 
 def test_a_measured_number_in_symbols_unit_words_or_number_words():
-    measure = asked("how often must the valves be inspected")
+    measure = asked("how much is asked of the valves")  # no kind named: any measured number
+    assert measure.measure and not measure.families
     for quote in ("in 24 seconds", "2,800 l/h each", "at least every 5 years", "set at 172 bar"):
         assert holds_quantity(quote, measure, analyse), quote
     for quote in ("4 of the plates were renewed", "see 2.2 Acceptance", "project 19-031"):
         assert not holds_quantity(quote, measure, analyse), quote
+
+
+def test_the_kind_of_quantity_asked_and_a_block_of_another_kind():
+    assert asked("at what pressure must the relief valve be set").families == ("pressure",)
+    assert asked("Wat was de hoogste werkdruk tijdens de proeven?").families == ("pressure",)
+    assert asked("how low did the voltage dip at the largest load step").families == ("voltage",)
+    assert asked("what thickness did the worst plate measure").families == ("length",)
+    assert asked("Hoe zwaar is het anker?").families == ("mass", "force")
+    # a unit counted is a measure of its kind, in either language
+    assert asked("Hoeveel uur houdt de tank?") == Asked(measure=True, attribute=("uur",), families=("time",))
+    assert asked("how many hours does the tank hold").families == ("time",)
+    pressure = asked("what pressure was measured in the hydraulic system")
+    assert holds_quantity("The highest working pressure was 172 bar.", pressure, analyse)
+    assert not holds_quantity("The rudder moved in 24 seconds at 35 degrees.", pressure, analyse)
+    often = asked("how often must drills be held")
+    assert holds_quantity("at least every three months", often, analyse)  # in words, before a unit word
+    assert not holds_quantity("a bush whose clearance exceeds 3 mm", asked("how often is it renewed"), analyse)
+
+
+HULL = [
+    ("Hull survey", None, "Hull survey, project 22-008\nWritten as a test document."),
+    ("1 Scope", ["1 Scope"], "1 Scope\nThe survey measures the plate thickness of the bottom shell of the tanker."),
+    ("2.1 Gauging", ["2 Method", "2.1 Gauging"], "2.1 Gauging\nReadings were taken with a probe on every plate."),
+    ("3.1 Bottom", ["3 Findings", "3.1 Bottom"], "3.1 Bottom\nThe worst bottom plate measured 7.6 mm."),
+]
+
+
+def report(blocks):
+    return [
+        {"text": text, "quote": text.split("\n", 1)[1], "meta": {"source": "document", "block": "paragraph",
+         "headings": headings, "citation": citation}}
+        for citation, headings, text in blocks
+    ]  # fmt: skip
+
+
+def test_a_scope_paragraph_or_preamble_gives_way_to_the_block_that_answers():
+    from cellar.retrieval.blocks import announces
+
+    records = report(HULL)
+    assert [announces(record, titled=False) for record in records] == [True, True, False, False]
+    query = "how was the plate thickness gauged on the tanker"
+    chunks = [(101, 0.9), (102, 0.5)]  # the rankers prefer the scope, which repeats every word
+    ordered = order_blocks(chunks, records, 100, analyse(query), asked(query), analyse, "hull_survey.txt")
+    assert ordered[0][0] == 102
+    # a question about what the report covers still gets the scope
+    query = "what is the scope of the plate thickness survey"
+    ordered = order_blocks(chunks, records, 100, analyse(query), asked(query), analyse, "hull_survey.txt")
+    assert ordered[0][0] == 101
+    # a clause or a note never announces, whatever its place
+    assert not announces({"meta": {"source": "clauses", "block": "clause", "headings": []}}, titled=False)
+
+
+def test_a_noun_phrase_question_asks_for_the_kind_its_first_words_name():
+    assert asked("what is the rudder area of the dredger").families == ("area",)
+    assert asked("bollard pull of the dredger during the sea trial").families == ("force", "mass")
+    assert asked("minimum cross-section of the earthing conductor").families == ("area",)
+    assert asked("start air compressor overheating because the cooler was blocked") == Asked()
+
+
+def test_the_quantity_evidence_wants_a_unit_of_the_asked_kind_in_the_entry():
+    from cellar.retrieval.blocks import quantity_share
+
+    report = "The rudder moved in 24 seconds. The highest pressure was 172 bar. Rated torque 160 kNm."
+    holds = set(analyse(report)).__contains__
+    assert quantity_share("what is the rudder area of the dredger", holds, analyse) == 0.0
+    assert quantity_share("bollard pull of the dredger during the trial", holds, analyse) == 0.0
+    assert quantity_share("what was the highest working pressure", holds, analyse) == 1.0
+    assert quantity_share("Wat was de hoogste werkdruk?", holds, analyse) == 1.0
+    # a kind whose units the analyser drops (`8.6 %`) cannot be looked up: no evidence either way
+    assert quantity_share("what percentage of the links is worn", holds, analyse) == 1.0
+    # no kind asked: no evidence either way
+    assert quantity_share("where is the emergency steering position", holds, analyse) == 1.0
+
+
+def test_refusal_and_calibration_use_the_quantity_evidence():
+    from cellar.retrieval.evaluation import calibrate_features
+    from cellar.retrieval.search import refuses
+
+    def evidence(quantity, similarity):
+        return {"coverage": 1.0, "known_coverage": 1.0, "numbers": 1.0, "similarity": similarity, "known": 1.0,
+                "quantity": quantity, "source": "document"}  # fmt: skip
+
+    thresholds = {"min_coverage": 0.3, "min_numbers": 0.5, "min_similarity": 0.4, "min_known": 0.5}
+    assert not refuses(evidence(0.0, 0.9), thresholds)
+    assert refuses(evidence(0.0, 0.9), {**thresholds, "min_quantity": 0.5})
+    # near misses alike in every other evidence are told apart by the quantity alone
+    features = [(True, evidence(1.0, 0.7 + i / 100)) for i in range(10)]
+    features += [(False, evidence(0.0, 0.7 + i / 100)) for i in range(5)]
+    fitted = calibrate_features(features)["thresholds"]
+    assert fitted["min_quantity"] == 0.5 and fitted["min_similarity"] == 0.0

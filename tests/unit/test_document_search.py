@@ -232,6 +232,9 @@ def test_a_document_hit_opens_on_its_section_with_the_blocks_that_follow(built, 
     context = answer["notebooks"][0]["neighbourhood"]
     assert context[0] == {"cell": None, "kind": "heading", "text": "6 Earthing > 6.3.2 Earthing of the hull"}
     assert [entry["citation"] for entry in context[1:]] == ["NEN 3140:2018 §6.3.2 b"]  # the last of its section
+    # each passage carries its offsets in the published text, where the viewer opens it
+    hit = answer["notebooks"][0]["hits"][0]
+    assert (context[1]["start"], context[1]["end"]) == (hit["start"], hit["end"])
     notebook_like = Searcher(built.index, model).search("forepeak tank ballast volume", k=1)["notebooks"][0]
     assert notebook_like["neighbourhood"][0]["text"] == "Ballast report > 3.2 Ballast arrangement"
 

@@ -472,36 +472,40 @@ def test_a_query_reads_only_its_partitions_and_the_top_notebooks(demo, tmp_path)
         assert len(read) < len(shard.files)
 
 
+def _asked_as_a_tab(files: dict, model, query: str) -> tuple[Searcher, dict, list[list[str]]]:
+    """``query`` asked of the shard ``files`` as a tab asks it: the boot files fetched, then in
+    rounds what NeedFiles names (at most two); the searcher, the answer and the rounds."""
+    fetched = {MANIFEST, *json.loads(files[MANIFEST])["boot"]}
+
+    def reader(name: str) -> bytes:
+        if name not in fetched:
+            raise FileNotFoundError(name)  # as a tab: a file not fetched is not there
+        return files[name]
+
+    searcher = Searcher(Shard(reader, "tab", present=fetched.__contains__), model)
+    rounds: list[list[str]] = []
+    while True:
+        try:
+            return searcher, searcher.search(query, k=3), rounds
+        except NeedFiles as need:
+            rounds.append(need.names)
+            fetched.update(need.names)
+            assert len(rounds) <= 2, (query, rounds)
+
+
 def test_a_dutch_question_names_its_english_reading_in_the_first_round(demo):
     """A tab that fetches what NeedFiles names and asks again: a Dutch question's first round
     names the partitions of its English reading's terms too (BM25 adds them at half weight, the
     refusal test looks there for a Dutch word's translations) and the clusters its English
     reading's vector probes; the second the containers; then it answers as the in-memory search."""
     files = shard_files(demo.index, partition_postings=64)  # small partitions: more to tell apart
-    manifest = json.loads(files[MANIFEST])
     dutch = [q for q in _gold_queries() if demo.analyzer.query_language(q) == "dutch"]
     assert len(dutch) >= 4
     widened = 0
     for query in dutch:
-        fetched = {MANIFEST, *manifest["boot"]}
-
-        def reader(name: str, fetched: set[str] = fetched) -> bytes:
-            if name not in fetched:
-                raise FileNotFoundError(name)  # as a tab: a file not fetched is not there
-            return files[name]
-
-        searcher = Searcher(Shard(reader, "tab", present=fetched.__contains__), demo.model)
+        searcher, answer, rounds = _asked_as_a_tab(files, demo.model, query)
         reading = searcher._read_in_english(query)
         terms = searcher.analyzer.query_terms(query)
-        rounds: list[list[str]] = []
-        while True:
-            try:
-                answer = searcher.search(query, k=3)
-                break
-            except NeedFiles as need:
-                rounds.append(need.names)
-                fetched |= set(need.names)
-                assert len(rounds) <= 2, (query, rounds)
         shard = searcher.source.shard
         english = set(shard.partition_names(reading.terms)) - set(shard.partition_names(terms))
         assert english <= set(rounds[0]), query
@@ -511,3 +515,27 @@ def test_a_dutch_question_names_its_english_reading_in_the_first_round(demo):
         assert paths(answer)[:1] == paths(demo.search(query, k=3))[:1], query
         assert answer["refused"] == demo.search(query, k=3)["refused"], query
     assert widened  # at least one question reads a partition for its English words alone
+
+
+def test_a_documents_quantity_evidence_reads_its_units_postings_fetched_with_the_containers(demo):
+    """The refusal's `quantity` evidence looks up the units of the kind asked in the best
+    document's postings: a tab fetches their partitions in the round of the containers (no round
+    more), and the answer is the in-memory search's."""
+    from cellar.retrieval.blocks import asked, quantity_terms
+
+    files = shard_files(demo.index, partition_postings=64)  # small partitions: more to tell apart
+    gold = (DEMO.parent / "gold_documents.jsonl").read_text(encoding="utf-8").splitlines()
+    queries = [json.loads(line)["query"] for line in gold if line.strip()]
+    measured = [q for q in queries if asked(q).families]
+    assert len(measured) >= 5
+    widened = 0
+    for query in measured:
+        searcher, answer, rounds = _asked_as_a_tab(files, demo.model, query)
+        expected = demo.search(query, k=3)
+        assert paths(answer)[:1] == paths(expected)[:1], query
+        assert answer["refused"] == expected["refused"], query
+        assert answer["evidence"].get("quantity") == expected["evidence"].get("quantity"), query
+        shard = searcher.source.shard
+        units = set(shard.partition_names(quantity_terms(query, searcher.analyzer.terms)))
+        widened += bool(units - set(rounds[0])) and "quantity" in answer["evidence"]
+    assert widened  # at least one question reads a partition for its units alone, in the second round

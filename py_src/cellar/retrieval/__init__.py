@@ -4,8 +4,9 @@ analysis     text -> BM25 terms (Unicode, code identifiers, numbers, English + D
 bm25         term lists -> a precomputed sparse BM25 score matrix
 embedding    text -> a vector of the static model that ships in models/ (NumPy only)
 distill      all-MiniLM-L6-v2 -> that static model (`cellar model distill`, needs torch)
-bilingual    FreeDict nld-eng -> a Dutch -> English term table (models/nld-eng/, GPL-2+); a Dutch
-             question -> its English reading
+bilingual    FreeDict nld-eng -> a Dutch -> English term table (models/nld-eng/, GPL-2+), with a
+             technical one laid over it (models/nld-eng-technical/); a Dutch question -> its English
+             reading
 incremental  archive files -> each file's records, terms and vectors, cached by content hash
 index        chunk records (+ a re-render report) -> an Index in memory
 ivf          vectors -> k-means clusters, and how many a query probes
@@ -17,6 +18,9 @@ shard        the reader the tab loads: a shard's files checked and read on deman
 sources      what a search reads: an in-memory Index, or a shard fetched piece by piece
 search       a question -> the answer contract (cellar.records.Answer), or a refusal
 answer_cell  a question and a notebook's scored chunks -> its hits, the answer cell first
+blocks       a question and a document's scored blocks -> the block that answers first; the
+             documents' refusal evidence (known words, the asked quantity's units)
+quantities   a question -> the kind of quantity it asks (unit families); a text -> the kinds it states
 fusion       rankings -> one ranking by reciprocal rank
 evaluation   a gold set -> a scorecard, and the refusal calibration
 """

@@ -153,6 +153,20 @@ def load_table(directory: str | None = None) -> dict[str, tuple[str, ...]]:
     return parse_table(data.decode("utf-8"))
 
 
+TECHNICAL_ID = "nld-eng-technical"
+
+
+@lru_cache(maxsize=2)
+def reading_table(directory: str | None = None) -> dict[str, tuple[str, ...]]:
+    """The table a Dutch question is read with: FreeDict's (``load_table(directory)``) with the
+    packaged technical table (``models/nld-eng-technical/``) laid over it. A technical headword
+    replaces FreeDict's translations: those give a word's everyday senses (`druk`: edition, busy,
+    pressure, print) where an engineering archive means one, and each wrong sense is a BM25 term
+    that finds the wrong block."""
+    technical = load_table(str(default_table_dir().parent / TECHNICAL_ID))
+    return {**load_table(directory), **technical}
+
+
 @dataclass(frozen=True)
 class Translation:
     """One Dutch word of a question and its English words."""

@@ -32,8 +32,18 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from cellar.retrieval.quantities import UNITS, asked_families, families_of_noun, stated_families, unit_word_families
+
 EVIDENCE_WEIGHT = 0.5
 QUANTITY_WEIGHT = 1.0
+ANNOUNCING_PENALTY = 1.0
+# Section titles (first word) of a report's part that announces what it covers rather than states
+# a finding; a question that names one of them (or asks what a report covers) asks for it.
+ANNOUNCING = frozenset(
+    "scope purpose introduction background aim aims objective objectives summary "
+    "inleiding doel toepassingsgebied achtergrond samenvatting".split()
+)
+ASKS_SCOPE = "scope purpose introduction background aim objective cover covers covered inleiding doel omvat".split()
 
 # Nouns that name a quantity (English, and Dutch as the end of a compound: `ontwerpwind`,
 # `inschakelvermogen`): "what <noun>" asks for a number with a unit.
@@ -55,7 +65,16 @@ _MEASURE = re.compile(
     re.IGNORECASE,
 )
 _WHAT = re.compile(
-    r"\b(?:what|which|welke|wat\s+(?:is|zijn|was|waren)\s+de)\s+((?:[\w-]+\s+){0,2}[\w-]+)", re.IGNORECASE
+    r"\b(?:what|which|welke|wat\s+(?:is|zijn|was|waren)\s+(?:de|het))\s+(?:(?:is|are|was|were)\s+(?:the\s+|an?\s+)?)?"
+    r"((?:[\w-]+\s+){0,2}[\w-]+)",
+    re.IGNORECASE,
+)
+# A question that opens with an asking word; one that does not is a noun phrase whose first words
+# name what it asks for ("bollard pull of the dredger", "minimum cross-section of the conductor").
+_ASKING_START = re.compile(
+    r"^\W*(?:what|which|how|where|when|why|who|whom|whose|is|are|was|were|does|do|did|can|could|must|may|shall|should|"
+    r"welke|welk|wat|hoe|hoeveel|waar|wanneer|waarom|wie|zijn|moet|moeten|mag|kan|tot|at|in|on|to|from|above|below)\b",
+    re.IGNORECASE,
 )
 NUMBER_WORDS = (
     "one two three four five six seven eight nine ten eleven twelve twenty hundred "
@@ -92,20 +111,30 @@ class Asked:
     count: tuple[str, ...] = ()
     measure: bool = False
     attribute: tuple[str, ...] = ()
+    families: tuple[str, ...] = ()
 
 
 def asked(query: str) -> Asked:
-    """What ``query`` asks for (see ``Asked``)."""
+    """What ``query`` asks for (see ``Asked``); ``families``: the unit families of the quantity
+    asked, when its kind is known (``cellar.retrieval.quantities``)."""
     count = _COUNT.search(query)
     if count:
-        return Asked(count=tuple(count.group(1).casefold().split()))
+        counted = tuple(count.group(1).casefold().split())
+        # "how many hours", "hoeveel uur": a unit counted is a measure of its kind
+        if unit_word_families(counted[0]):
+            return Asked(measure=True, attribute=counted[:1], families=tuple(sorted(unit_word_families(counted[0]))))
+        return Asked(count=counted)
+    named = [word for match in _WHAT.finditer(query) for word in match.group(1).casefold().split()]
+    if not _ASKING_START.search(query):
+        named += _WORD.findall(query.casefold())[:3]
     attribute = tuple(
         word
-        for match in _WHAT.finditer(query)
-        for word in match.group(1).casefold().split()
-        if word in QUANTITY_NOUNS or word.endswith(DUTCH_QUANTITY_ENDINGS)
+        for word in named
+        if word in QUANTITY_NOUNS or word.endswith(DUTCH_QUANTITY_ENDINGS) or families_of_noun(word)
     )
-    return Asked(measure=bool(attribute) or bool(_MEASURE.search(query)), attribute=attribute)
+    families = asked_families(query, named)
+    measure = bool(attribute) or bool(_MEASURE.search(query)) or bool(families)
+    return Asked(measure=measure, attribute=attribute, families=families if measure else ())
 
 
 def holds_quantity(quote: str, question: Asked, analyse: Callable[[str], list[str]]) -> bool:
@@ -119,6 +148,8 @@ def holds_quantity(quote: str, question: Asked, analyse: Callable[[str], list[st
         return False
     # (in digits only: a number in words, `in less than five hours`, is as often a duration by the
     # way as the quantity asked, and it misled more than it found on the demo's questions)
+    if question.families:  # the kind asked: a number whose unit is of that family
+        return bool(stated_families(quote) & set(question.families))
     return question.measure and any(unit.casefold() not in NOT_UNITS for unit in _MEASURED.findall(quote))
 
 
@@ -151,6 +182,8 @@ def order_blocks(
     too); ``naming``: the document's title and path. A block no ranker returned joins when its
     own evidence or quantity speaks for it."""
     dropped = {term for word in question.attribute for term in analyse(word)} | set(analyse(naming))
+    titled = _titled(records)
+    asks_scope = bool(set(terms) & {term for word in ASKS_SCOPE for term in analyse(word)})
     wanted = set(terms) - dropped
     held = [set(analyse(record["text"])) for record in records]
     n = len(records)
@@ -163,11 +196,35 @@ def order_blocks(
         evidence = sum(weight[t] for t in held[i] & weight.keys()) / total if total else 0.0
         quantity = holds_quantity(record["quote"], question, analyse) if question.count or question.measure else False
         own = EVIDENCE_WEIGHT * evidence + (QUANTITY_WEIGHT if quantity else 0.0)
+        if not asks_scope and announces(record, titled):
+            own -= ANNOUNCING_PENALTY
         row = start + i
         if row in fused or own > 0:
             scored.append((row, fused.get(row, 0.0) + own))
     scored.sort(key=lambda chunk: (-chunk[1], chunk[0]))
     return scored
+
+
+def announces(record: Mapping[str, Any], titled: bool) -> bool:
+    """Whether a report's block announces what the report covers rather than stating what it
+    found: the text before its first section (under the title alone, when ``titled``), or a
+    section named Scope, Purpose, Introduction, ... (``ANNOUNCING``). Such a block repeats the
+    subject of every question about the report (`the plate thickness of the bottom and side
+    shell`) and so outranks the block that answers (`the worst plate ... measured 7.6 mm`)."""
+    meta = record.get("meta", {})
+    if meta.get("source") != "document" or meta.get("block") == "heading":
+        return False
+    headings = meta.get("headings") or []
+    if len(headings) <= (1 if titled else 0):
+        return True
+    title = re.sub(r"^[\d.]+\s*", "", headings[-1]).casefold().split()
+    return bool(title) and title[0] in ANNOUNCING
+
+
+def _titled(records: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether every block of a document lies under one title heading, with sections below it."""
+    paths = [record.get("meta", {}).get("headings") or [] for record in records]
+    return len({tuple(path[:1]) for path in paths}) == 1 and any(len(path) > 1 for path in paths)
 
 
 # Words that ask rather than name what is asked about (English and Dutch): they tell nothing of
@@ -196,3 +253,27 @@ def known_share(
         return 1.0
     found = sum(w for w, t in pairs if knows(t) or any(knows(e) for e in (held_by or {}).get(t, ())))
     return round(found / total, 4)
+
+
+def quantity_share(query: str, holds: Callable[[str], bool], analyse: Callable[[str], list[str]]) -> float:
+    """The refusal's ``quantity`` evidence: 0.0 when ``query`` asks for a quantity of a known kind
+    (``asked(query).families``) and the best entry ``holds`` no unit of that kind anywhere, else
+    1.0. A near miss asks the one value a report does not give (the rudder's `area` of a report
+    stating seconds, bar and kNm; a `bollard pull` in tonnes or kN) while sharing its other
+    words; a unit of the asked kind is the least a block that answers must hold. (Read from the
+    postings: whether the entry's text holds the unit's term, wherever it stands.)"""
+    terms = quantity_terms(query, analyse)
+    return 1.0 if not terms or any(holds(term) for term in terms) else 0.0
+
+
+def quantity_terms(query: str, analyse: Callable[[str], list[str]]) -> list[str]:
+    """The terms of the units of the kind ``query`` asks for (`bar`, `kpa`, ... for a pressure):
+    what ``quantity_share`` looks up, and whose postings a tab must have fetched. Empty when no
+    kind is asked, or when a unit of it is one the analyser drops (`%`, `°`, `a`): the postings
+    cannot tell then."""
+    units = [
+        [term for term in analyse(unit)[:1] if not term.isdigit()] for f in asked(query).families for unit in UNITS[f]
+    ]
+    if not all(units):
+        return []
+    return list(dict.fromkeys(terms[0] for terms in units))

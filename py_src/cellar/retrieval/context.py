@@ -38,5 +38,7 @@ def section_context(records: Sequence[Mapping[str, Any]], chunk_id: str) -> list
         cited.append(meta.get("citation", ""))
         entry: NeighbourhoodEntry = {"cell": None, "kind": record["kind"], "text": record["quote"][:TEXT_LIMIT]}
         entry["citation"] = meta.get("citation", "")
+        # where the block lies in the published text, so the page links the entry into the viewer
+        entry["start"], entry["end"] = record["start"], record["end"]
         entries.append(entry)
     return entries

@@ -290,7 +290,7 @@ def calibrate_features(features: Sequence[tuple[bool, Mapping[str, Any]]], max_f
 def _calibrated(features: Sequence[tuple[bool, Mapping[str, Any]]], max_false: float) -> dict[str, Any]:
     if not any(ok for ok, _ in features):
         raise ValueError("calibration needs answerable questions in the gold set")
-    keys = ("coverage", "numbers", "similarity", "known")
+    keys = ("coverage", "numbers", "similarity", "known", "quantity")
     values = np.array([[e.get(key) if e.get(key) is not None else np.inf for key in keys] for _, e in features])
     answerable = np.array([ok for ok, _ in features])
     grids = [np.unique(np.concatenate([[0.0], column[answerable & np.isfinite(column)]])) for column in values.T]

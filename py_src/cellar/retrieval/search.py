@@ -62,8 +62,8 @@ import numpy as np
 from cellar.records import KINDS, Answer, Hit, NeighbourhoodEntry, NotebookResult
 from cellar.retrieval.analysis import Analyzer
 from cellar.retrieval.answer_cell import intent, order_hits
-from cellar.retrieval.bilingual import QUESTION_WORDS, Reading, Translator, load_table, read_in_english
-from cellar.retrieval.blocks import Asked, asked, block_terms, known_share, order_blocks
+from cellar.retrieval.bilingual import QUESTION_WORDS, Reading, Translator, read_in_english, reading_table
+from cellar.retrieval.blocks import Asked, asked, block_terms, known_share, order_blocks, quantity_share, quantity_terms
 from cellar.retrieval.bm25 import summed_scores
 from cellar.retrieval.context import TEXT_LIMIT, section_context
 from cellar.retrieval.embedding import StaticModel
@@ -196,8 +196,10 @@ class Searcher:
         terms, numbers, held_by, vectors, ranked, laps = self._last_fused[1]
         start = time.perf_counter()
         top = [n for n, _, _ in ranked[:k]]
-        if vectors is not None and top:
-            self.source.require(self.source.container_name(n) for n in top)
+        needed = [self.source.container_name(n) for n in top] if vectors is not None else []
+        if ranked and "source" in self.notebooks[ranked[0][0]]["meta"]:  # a document's units (quantity evidence)
+            needed += self.source.partition_names(quantity_terms(query, self.analyzer.terms))
+        self.source.require(needed)
         evidence = self._evidence(query, terms, numbers, ranked[0][0] if ranked else None, vectors, held_by)
         refused = self._refuse(evidence, ranked)
         laps = {**laps, "fuse": laps["fuse"] + round((time.perf_counter() - start) * 1000, 3)}
@@ -314,7 +316,7 @@ class Searcher:
             return Reading()
         if self._translator is None:  # read once, at the first Dutch question
             stop = QUESTION_WORDS.union(*(self.analyzer.stop_words(lang) for lang in ("dutch", "english")))
-            self._translator = Translator(load_table(), stop, self.model.tokenizer.vocab)
+            self._translator = Translator(reading_table(), stop, self.model.tokenizer.vocab)
         return read_in_english(query, self.analyzer, self._translator)
 
     def _query_vectors(self, query: str, reading: Reading) -> np.ndarray:
@@ -446,6 +448,7 @@ class Searcher:
             evidence["source"] = meta["source"]
             # and a document's prose names what it covers: words no file uses tell (blocks.known_share)
             evidence["known"] = known_share(zip(weights, judged), self._knows, held_by, self.analyzer.terms)
+            evidence["quantity"] = quantity_share(query, lambda t: self._in_notebook(t, entry), self.analyzer.terms)
         return evidence
 
     def _knows(self, term: str) -> bool:
@@ -656,6 +659,7 @@ def refuses(evidence: Mapping[str, Any], thresholds: Mapping[str, float]) -> boo
         (evidence["coverage"] < thresholds["min_coverage"] and not unknown_words_left_to_meaning(evidence))
         or evidence["numbers"] < thresholds["min_numbers"]
         or evidence.get("known", 1.0) < thresholds.get("min_known", 0.0)
+        or evidence.get("quantity", 1.0) < thresholds.get("min_quantity", 0.0)
         or (similarity is not None and similarity < thresholds["min_similarity"])
     )
 

@@ -1,0 +1,197 @@
+"""The kind of a quantity: which unit family a question asks for, and which a text states.
+
+"What pressure ...", "how low did the voltage dip", "Tot welke temperatuur ..." ask for a number
+of one kind, and a report's block that holds a number of another kind (a section with `24
+seconds` when the question asks a pressure) does not answer it, however many of the question's
+words it repeats. So a question's quantity is read as a set of unit families (``asked_families``:
+from the noun it asks about, `pressure` / `druk` / `werkdruk`, or from its asking words, `how
+deep`, `hoe zwaar`, `hoeveel uur`), and a text's measured numbers as the families of their units
+(``stated_families``: `172 bar` is a pressure, `36 hours` a time, `250 kVA` a power). A question
+whose kind is not known asks for no family (any measured number may answer it).
+
+A unit symbol may belong to several families (`t` is a mass and, as in `a bollard pull of 60 t`,
+a force; `°` an angle or a temperature): a text states each family its units may mean. A number
+in words counts before a unit word (`every three months`, `five minutes`), since a question of
+that family names the kind itself, not before a symbol (`one m` is no measure).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+# Unit symbols and words (casefolded), per family.
+UNITS: dict[str, tuple[str, ...]] = {
+    "pressure": ("bar", "mbar", "pa", "kpa", "mpa", "psi"),
+    "length": ("mm", "cm", "m", "km", "metres", "meters", "metre", "meter", "µm"),
+    "area": ("m2", "mm2", "cm2", "km2"),
+    "volume": ("m3", "l", "litres", "liters", "litre", "liter", "cm3"),
+    "flow": ("m3/h", "l/h", "l/min", "m3/s", "m3/min", "t/h", "kg/h", "kg/s", "l/s"),
+    "mass": ("kg", "t", "tonnes", "tonne", "tons", "ton", "g"),
+    "force": ("n", "kn", "mn", "t", "tonnes", "tonne", "tons", "ton"),
+    "torque": ("nm", "knm"),
+    "time": (
+        "s",
+        "sec",
+        "seconds",
+        "second",
+        "min",
+        "minutes",
+        "minute",
+        "h",
+        "hours",
+        "hour",
+        "days",
+        "day",
+        "weeks",
+        "week",
+        "months",
+        "month",
+        "years",
+        "year",
+        "seconden",
+        "minuten",
+        "uur",
+        "dagen",
+        "weken",
+        "maanden",
+        "jaar",
+    ),  # fmt: skip
+    "temperature": ("°c", "°", "degrees", "degree", "graden", "c", "k"),
+    "angle": ("°", "degrees", "degree", "graden", "rad"),
+    "voltage": ("v", "kv", "mv"),
+    "current": ("a", "ka", "ma"),
+    "power": ("w", "kw", "mw", "kva", "mva", "hp", "kvar"),
+    "frequency": ("hz", "khz", "rpm", "/min"),
+    "speed": ("m/s", "knots", "knot", "kn", "km/h"),
+    "percentage": ("%", "percent", "procent", "pct"),
+    "energy": ("j", "kj", "mj", "kwh", "mwh"),
+    "resistance": ("ω", "mω", "kω", "ohm", "mohm"),
+}
+# Nouns (English; Dutch also as the end of a compound: `werkdruk`, `noodstroomvermogen`) that name
+# a kind of quantity.
+NOUN_FAMILIES: dict[str, tuple[str, ...]] = {
+    "pressure": ("pressure",), "druk": ("pressure",),
+    "length": ("length",), "lengte": ("length",), "width": ("length",), "breedte": ("length",),
+    "height": ("length",), "hoogte": ("length",), "depth": ("length",), "diepte": ("length",),
+    "draught": ("length",), "draft": ("length",), "diepgang": ("length",), "diameter": ("length",),
+    "thickness": ("length",), "dikte": ("length",), "distance": ("length",), "afstand": ("length",),
+    "clearance": ("length",), "speling": ("length",), "radius": ("length",), "straal": ("length",),
+    "area": ("area",), "oppervlakte": ("area",), "cross-section": ("area",), "doorsnede": ("area",),
+    "volume": ("volume",), "inhoud": ("volume",),
+    "capacity": ("flow", "volume", "power", "mass"), "capaciteit": ("flow", "volume", "power", "mass"),
+    "flow": ("flow",), "debiet": ("flow",), "consumption": ("flow", "mass", "volume"), "verbruik": ("flow", "mass", "volume"),
+    "weight": ("mass",), "gewicht": ("mass",), "mass": ("mass",), "massa": ("mass",),
+    "load": ("force", "mass"), "belasting": ("force", "mass"), "force": ("force",), "kracht": ("force",),
+    "pull": ("force", "mass"), "tension": ("force", "mass"),
+    "torque": ("torque",), "koppel": ("torque",),
+    "time": ("time",), "tijd": ("time",), "duration": ("time",), "duur": ("time",), "period": ("time",),
+    "periode": ("time",), "interval": ("time",),
+    "temperature": ("temperature",), "temperatuur": ("temperature",),
+    "angle": ("angle",), "hoek": ("angle",),
+    "voltage": ("voltage",), "spanning": ("voltage",),
+    "current": ("current",), "stroom": ("current",),
+    "power": ("power",), "vermogen": ("power",), "rating": ("power", "current", "voltage"),
+    "frequency": ("frequency",), "frequentie": ("frequency",), "toerental": ("frequency",),
+    "speed": ("speed", "frequency"), "velocity": ("speed",), "snelheid": ("speed",), "wind": ("speed",),
+    "percentage": ("percentage",), "wear": ("percentage", "length"), "slijtage": ("percentage", "length"),
+    "energy": ("energy",), "energie": ("energy",),
+    "resistance": ("resistance",), "weerstand": ("resistance",),
+}  # fmt: skip
+# Asking words that name the kind themselves.
+_ASKING = (
+    (re.compile(r"\bhow\s+often\b|\bhoe\s+vaak\b", re.I), ("time",)),
+    (re.compile(r"\bhow\s+long\b|\bhoe\s+lang\b", re.I), ("time", "length")),
+    (re.compile(r"\bhow\s+heavy\b|\bhoe\s+zwaar\b", re.I), ("mass", "force")),
+    (re.compile(r"\bhow\s+fast\b|\bhoe\s+snel\b", re.I), ("speed", "frequency", "time")),
+    (re.compile(r"\bhow\s+hot\b|\bhoe\s+(?:heet|warm)\b", re.I), ("temperature",)),
+)  # fmt: skip
+# Open asking words: the kind comes from a quantity noun anywhere in the question ("how low did
+# the voltage dip").
+_OPEN = re.compile(r"\bhow\s+(?:much|large|big|low|high|great)\b|\bhoe\s+(?:groot|hoog|laag)\b", re.I)
+_DEEP = re.compile(r"\bhow\s+(?:deep|wide|far|thick|tall)\b|\bhoe\s+(?:diep|breed|ver|dik)\b", re.I)
+_WORD = re.compile(r"[\w-]+")
+# A number, and what follows it: a unit symbol (up to three letters, perhaps a digit and a `/` part)
+# or a unit word.
+_NUMBER_UNIT = re.compile(
+    r"(?<![\w.-])\d+(?:[.,]\d+)*\s?(%|°\s?c?|[a-zµ°Ωω]{1,8}\d?(?:/[a-z]{1,3}\d?)?)(?![\w/-])", re.I
+)
+NUMBER_WORDS = frozenset(
+    "one two three four five six seven eight nine ten eleven twelve fifteen twenty thirty hundred "
+    "een twee drie vier vijf zes zeven acht negen tien elf twaalf vijftien twintig dertig honderd".split()
+)
+_FAMILIES_OF: dict[str, frozenset[str]] = {}
+for _family, _units in UNITS.items():
+    for _unit in _units:
+        _FAMILIES_OF[_unit] = _FAMILIES_OF.get(_unit, frozenset()) | {_family}
+
+
+def families_of_noun(word: str) -> tuple[str, ...]:
+    """The families a noun names: the noun itself (singular or plural), or a Dutch compound's
+    last part of at least four letters (`werkdruk` -> druk, `noodstroomvermogen` -> vermogen)."""
+    word = word.casefold()
+    for form in (word, word[:-1] if word.endswith("s") else word, word[:-2] if word.endswith("es") else word):
+        if form in NOUN_FAMILIES:
+            return NOUN_FAMILIES[form]
+    for cut in range(1, len(word) - 3):
+        if word[cut:] in _DUTCH_TAILS:
+            return NOUN_FAMILIES[word[cut:]]
+    return ()
+
+
+# Dutch nouns that end a compound (an English noun inside a longer word, `overload`, is no compound).
+_DUTCH_TAILS = frozenset(
+    "druk lengte breedte hoogte diepte diepgang dikte afstand speling oppervlakte doorsnede inhoud capaciteit debiet "
+    "verbruik gewicht massa belasting kracht koppel tijd duur periode temperatuur hoek spanning stroom vermogen "
+    "frequentie toerental snelheid wind slijtage energie weerstand".split()
+)
+
+
+def asked_families(query: str, nouns: Iterable[str]) -> tuple[str, ...]:
+    """The unit families ``query`` asks for: those its quantity ``nouns`` name (the words after
+    "what / which", or of "how many"), else those its asking words name; empty when the kind is
+    not known."""
+    named = _named(nouns)
+    if named:
+        return named
+    if _DEEP.search(query):
+        return ("length",)
+    for pattern, families in _ASKING:
+        if pattern.search(query):
+            return families
+    opened = _OPEN.search(query)
+    # the first quantity noun after the asking words: "the voltage" of "how low did the voltage dip
+    # at the largest load step"
+    for word in _WORD.findall(query[opened.end() :]) if opened else ():
+        if families_of_noun(word):
+            return families_of_noun(word)
+    return ()
+
+
+def _named(nouns: Iterable[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(family for noun in nouns for family in families_of_noun(noun)))
+
+
+def unit_word_families(word: str) -> frozenset[str]:
+    """The families of a unit written as a word (`hours`, `uur`, `months`); empty for a symbol
+    (`m`, `bar`) or any other word."""
+    return frozenset() if _is_symbol(word.casefold()) else _FAMILIES_OF.get(word.casefold(), frozenset())
+
+
+def stated_families(text: str) -> frozenset[str]:
+    """The families of the measured numbers ``text`` states: a number with a unit symbol or word,
+    or a number in words before a unit word (`every three months`)."""
+    found: set[str] = set()
+    for unit in _NUMBER_UNIT.findall(text):
+        found |= _FAMILIES_OF.get(unit.casefold().replace(" ", ""), frozenset())
+    words = _WORD.findall(text.casefold())
+    for word, after in zip(words, words[1:]):
+        if word in NUMBER_WORDS and not _is_symbol(after):
+            found |= _FAMILIES_OF.get(after, frozenset())
+    return frozenset(found)
+
+
+def _is_symbol(unit: str) -> bool:
+    """A unit written as a symbol (`m`, `kN`), not a word (`months`): a number in words before a
+    symbol is not a measure."""
+    return len(unit) <= 3 and unit not in ("day", "uur", "jaar")

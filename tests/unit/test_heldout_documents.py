@@ -1,0 +1,53 @@
+"""The held-out document gold sets (benchmarks/gold/heldout_documents*.jsonl over
+benchmarks/heldout_documents*/): every gold block findable by its citation and evidence in the
+committed documents, and the second set keeping the mix it was written with."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cellar.ingest.chunking import chunk_file
+from cellar.retrieval.evaluation import read_gold
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+# gold file -> (the folder its paths start with, the committed documents it is placed from)
+SETS = {
+    "heldout_documents.jsonl": ("heldout", BENCHMARKS / "heldout_documents"),
+    "heldout_documents_b.jsonl": ("heldout_b", BENCHMARKS / "heldout_documents_b"),
+}
+
+
+def _gold(name: str) -> list[dict]:
+    return read_gold((BENCHMARKS / "gold" / name).read_text(encoding="utf-8").splitlines())
+
+
+def _cases() -> list[tuple[str, dict]]:
+    return [(name, row) for name in SETS for row in _gold(name) if row["expect"]]
+
+
+@pytest.mark.parametrize(("name", "row"), _cases(), ids=lambda value: value if isinstance(value, str) else value["id"])
+def test_each_gold_block_is_found_by_its_citation_and_evidence(name, row, tmp_path):
+    prefix, folder = SETS[name]
+    for expect in row["expect"]:
+        relative = Path(expect["path"]).relative_to(prefix)
+        # placed as in the README's commands: the documents under `prefix` inside an archive
+        placed = tmp_path / prefix / relative
+        placed.parent.mkdir(parents=True)
+        placed.write_bytes((folder / relative).read_bytes())
+        chunked = chunk_file(placed, tmp_path)
+        assert any(
+            chunk.meta["citation"] == expect["citation"] and expect["evidence"] in chunk.quote
+            for chunk in chunked.chunks
+        ), f"{name} {row['id']}: no block {expect['citation']!r} quoting {expect['evidence']!r}"
+
+
+def test_second_set_keeps_its_mix():
+    rows = _gold("heldout_documents_b.jsonl")
+    assert len(rows) >= 30
+    assert sum(row["lang"] == "nl" for row in rows) * 3 >= len(rows)  # a third Dutch
+    assert sum(not row["expect"] for row in rows) * 5 >= len(rows)  # a fifth near misses
+    for kind in ("report", "clause", "record", "out_of_scope"):
+        assert {row["lang"] for row in rows if row["kind"] == kind} == {"en", "nl"}
+    assert len({row["id"] for row in rows}) == len(rows)
