@@ -189,8 +189,8 @@ class Searcher:
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; choose from {list(MODES)}")
         filters = filters or Filters()
-        # A tab asks again once it has fetched the top notebooks' containers: the fusion before
-        # them is kept for the last question, not computed twice.
+        # A tab asks again once it has fetched the top notebooks' containers (NeedFiles): the
+        # fusion of that first round is kept for the second, not computed twice.
         if self._last_fused is None or self._last_fused[0] != (query, filters, mode):
             self._last_fused = ((query, filters, mode), self._fuse(query, filters, mode))
         terms, numbers, held_by, vectors, ranked, laps = self._last_fused[1]
@@ -200,6 +200,7 @@ class Searcher:
         if ranked and "source" in self.notebooks[ranked[0][0]]["meta"]:  # a document's units (quantity evidence)
             needed += self.source.partition_names(quantity_terms(query, self.analyzer.terms))
         self.source.require(needed)
+        self._last_fused = None  # the question is answered: a later one, even the same, is fused anew
         evidence = self._evidence(query, terms, numbers, ranked[0][0] if ranked else None, vectors, held_by)
         refused = self._refuse(evidence, ranked)
         laps = {**laps, "fuse": laps["fuse"] + round((time.perf_counter() - start) * 1000, 3)}
