@@ -88,6 +88,17 @@ def test_scatter_image_contour_log_scale_and_colour_bar():
     assert "with 2 axes" in text  # the colour bar is not counted as a plot
 
 
+def test_a_computed_zero_is_zero_and_a_date_axis_gives_its_span():
+    fig, (profile, series) = plt.subplots(1, 2)
+    x = np.linspace(0, 296.3, 200)
+    profile.plot(x, 45 * (np.cosh(x / 296.3 * 1.2) - np.cosh(1.2)) / (np.cosh(1.2) - 1) - 7.105e-14)
+    days = np.arange("2017-03-01", "2017-03-11", dtype="datetime64[D]")
+    series.plot(days, np.arange(10.0))
+    text = describe(fig)
+    assert "y from -45 to 0 x from 0 to 296.3" in text
+    assert "x axis dates from 2017-03-01 to 2017-03-10" in text
+
+
 def test_the_same_figure_gives_the_same_bytes_and_a_busy_one_stays_bounded():
     assert describe(line_figure()) == describe(line_figure())
     fig, axes = plt.subplots(4, 4)

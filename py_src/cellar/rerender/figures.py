@@ -24,8 +24,10 @@ Only matplotlib's public objects are imported lazily here, so the module imports
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
+
+Formatter = Callable[[Any], str]
 
 MAX_CHARS = 1200  # the longest description
 MAX_AXES = 6  # axes described (a grid of small multiples says the rest as a count)
@@ -105,7 +107,8 @@ def _contents(ax: Any) -> tuple[list[str], str]:
         series.append(_bar_series(container, histogram))
     if lines:
         kinds.append(f"line plot ({_count(len(lines), 'line')})")
-        series += [_line_series(line) for line in lines]
+        x_value, y_value = _formatter(ax, "x"), _formatter(ax, "y")
+        series += [_line_series(line, x_value, y_value) for line in lines]
     for collection in _safe(lambda: list(ax.collections), []):
         if not _safe(collection.get_visible, True):
             continue
@@ -113,7 +116,7 @@ def _contents(ax: Any) -> tuple[list[str], str]:
         if kind == "scatter plot":
             offsets = _safe(collection.get_offsets, None)
             count = len(offsets) if offsets is not None else 0
-            series.append(_series(collection, count, offsets))
+            series.append(_series(collection, count, offsets, _formatter(ax, "x"), _formatter(ax, "y")))
             kind += f" ({_count(count, 'point')})"
         kinds.append(kind)
     for image in _safe(lambda: list(ax.images), []):
@@ -177,27 +180,27 @@ def _bar_series(container: Any, histogram: bool) -> str:
     return f"{_quoted(label)} {text}" if label else text
 
 
-def _line_series(line: Any) -> str:
+def _line_series(line: Any, x_value: Formatter, y_value: Formatter) -> str:
     x = _safe(lambda: line.get_xdata(orig=False), None)
     y = _safe(lambda: line.get_ydata(orig=False), None)
     label = _series_label(line)
     parts = [f"{_count(_length(line), 'point')}"]
     if y is not None and _finite(y):
-        parts.append(f"y from {_range(y)}")
+        parts.append(f"y from {_range(y, y_value)}")
     if x is not None and _finite(x) and not _is_index(x):
-        parts.append(f"x from {_range(x)}")
+        parts.append(f"x from {_range(x, x_value)}")
     text = " ".join(parts)
     return f"{_quoted(label)} {text}" if label else text
 
 
-def _series(collection: Any, count: int, offsets: Any) -> str:
+def _series(collection: Any, count: int, offsets: Any, x_value: Formatter, y_value: Formatter) -> str:
     label = _series_label(collection)
     parts = [_count(count, "point")]
     if offsets is not None and count:
         try:
             xs = [float(row[0]) for row in offsets]
             ys = [float(row[1]) for row in offsets]
-            parts += [f"x from {_range(xs)}", f"y from {_range(ys)}"]
+            parts += [f"x from {_range(xs, x_value)}", f"y from {_range(ys, y_value)}"]
         except Exception:
             pass
     text = " ".join(parts)
@@ -231,10 +234,9 @@ def _axis(ax: Any, name: str) -> str:
     if categories:
         parts.append("categories " + categories)
     elif _is_dates(axis):
-        low, high = _safe(getattr(ax, f"get_{name}lim"), (math.nan, math.nan))
-        span = _date_span(low, high)
-        if span:
-            parts.append(f"dates from {span}")
+        low, high = _safe(lambda: getattr(ax.dataLim, f"interval{name}"), (math.nan, math.nan))
+        if math.isfinite(low) and math.isfinite(high):
+            parts.append(f"dates from {_range((low, high), _date)}")
     return " ".join(parts) if len(parts) > 1 or label else ""
 
 
@@ -254,14 +256,19 @@ def _is_dates(axis: Any) -> bool:
     return isinstance(formatter, (dates.AutoDateFormatter, dates.ConciseDateFormatter, dates.DateFormatter))
 
 
-def _date_span(low: float, high: float) -> str:
+def _formatter(ax: Any, name: str) -> Formatter:
+    """How the values of axis `name` are written: dates as dates, the rest as numbers."""
+    return _date if _is_dates(getattr(ax, f"{name}axis")) else _number
+
+
+def _date(value: Any) -> str:
+    """A date axis's value (days since matplotlib's epoch) as an ISO date, or a time within a day."""
     from matplotlib import dates
 
-    try:
-        first, last = dates.num2date(low), dates.num2date(high)
-    except Exception:
-        return ""
-    return f"{first.date().isoformat()} to {last.date().isoformat()}"
+    moment = dates.num2date(float(value))
+    return (
+        moment.date().isoformat() if moment.time() == moment.time().min else moment.isoformat(timespec="minutes")[:16]
+    )
 
 
 # -- small helpers --------------------------------------------------------------------------------
@@ -300,12 +307,19 @@ def _is_index(values: Any) -> bool:
     return len(numbers) > 1 and all(number == index for index, number in enumerate(numbers))
 
 
-def _range(values: Iterable[Any]) -> str:
+def _range(values: Iterable[Any], write: Formatter | None = None) -> str:
+    write = write or _number
     numbers = _finite(values)
     if not numbers:
         return "no finite values"
     low, high = min(numbers), max(numbers)
-    return _number(low) if low == high else f"{_number(low)} to {_number(high)}"
+    # rounding noise of a computed zero (-7.105e-14 beside -45) is 0
+    noise = 1e-9 * max(abs(low), abs(high))
+    low, high = (0.0 if abs(value) < noise else value for value in (low, high))
+    try:
+        return write(low) if low == high else f"{write(low)} to {write(high)}"
+    except Exception:  # a value the axis's converter cannot write
+        return _number(low) if low == high else f"{_number(low)} to {_number(high)}"
 
 
 def _number(value: Any) -> str:
