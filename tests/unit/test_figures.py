@@ -72,6 +72,17 @@ def test_bar_chart_histogram_and_two_axes_are_told_apart():
     assert "Axes 2 Histogram (20 bins); bins from" in text and 'x axis "GZ [m]"' in text
 
 
+def test_a_pandas_bar_chart_is_named_by_its_index():
+    pandas = pytest.importorskip("pandas")
+    tanks = pandas.Series([412.1, 288.0, 2106.3], index=["forepeak", "aft peak", "midship"], name="volume")
+    ax = tanks.plot.bar(title="Ballast per tank group")
+    ax.set_ylabel("Volume [m3]")
+    assert describe(ax.figure) == (
+        'Figure. "Ballast per tank group": bar chart (3 bars); "volume" values from 288 to 2106; '
+        'x axis categories forepeak, aft peak, midship; y axis "Volume [m3]".'
+    )
+
+
 def test_scatter_image_contour_log_scale_and_colour_bar():
     fig, (scatter, field) = plt.subplots(1, 2)
     scatter.scatter([1, 10, 100], [2, 3, 5], label="wells")

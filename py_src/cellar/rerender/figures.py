@@ -5,11 +5,12 @@ image/png output). Out: a short plain-English description that the sandbox store
 output's metadata (`metadata["cellar"]["figure"]`) and the chunker indexes with the plot chunk:
 
     describe(fig)
-    # 'Figure "Ballast" with 2 axes. Axes 1 "Tank volumes": line plot, 2 lines; x axis "Time [h]"
-    #  from 0 to 10; y axis "Volume [m3]" from 0 to 412.1; legend: forepeak, aft peak. ...'
+    # 'Figure. "Ballast tank volumes": line plot (2 lines); "forepeak" 50 points y from 0 to
+    #  412.1 x from 0 to 10, "aft peak" 50 points y from 188 to 288 x from 0 to 10; x axis
+    #  "Time [h]"; y axis "Volume [m3]"; legend: forepeak, aft peak.'
 
 What is read, per axes: the title (and the figure's suptitle), the axis labels (units are what
-the labels say, plus a log scale, dates and categories), the legend's entries, the plot type
+the labels say, plus a log scale, dates, and categories or fixed tick labels), the legend's entries, the plot type
 (line, scatter, bar chart, histogram, image, contour, colour mesh, filled area, pie, and so on),
 the number of series and their data ranges. A colour bar is named by its label.
 
@@ -18,7 +19,9 @@ bounded (at most MAX_AXES axes, MAX_SERIES series each, MAX_CHARS characters). I
 the figure and never raises: a part it cannot read is left out, and a figure it cannot read at
 all is described as "" (the output is then indexed with its caption only).
 
-Only matplotlib's public objects are imported lazily here, so the module imports without it.
+matplotlib is imported on first use, so the module imports without it. A few attributes read are
+matplotlib 3.8's private ones (the suptitle, a colour bar's mark, a categorical axis's mapping);
+each is read as any other part, so a matplotlib without them only loses that part.
 """
 
 from __future__ import annotations
@@ -241,8 +244,17 @@ def _axis(ax: Any, name: str) -> str:
 
 
 def _categories(axis: Any) -> str:
+    """The names along a categorical axis (strings plotted), or its fixed tick labels (pandas'
+    bar charts, `set_xticks(..., labels=...)`)."""
+    from matplotlib.ticker import FixedFormatter, FuncFormatter
+
     mapping = _safe(lambda: axis.units._mapping, None)  # matplotlib.category.UnitData
     if not isinstance(mapping, dict) or not mapping:
+        fixed = isinstance(_safe(axis.get_major_formatter, None), (FixedFormatter, FuncFormatter))
+        texts = [_safe(text.get_text, "") for text in _safe(axis.get_ticklabels, [])] if fixed else []
+        named = any(character.isalpha() for text in texts for character in text)
+        mapping = {text: None for text in texts if text.strip()} if named else {}
+    if not mapping:
         return ""
     names = [_label(str(key)) for key in list(mapping)[:MAX_CATEGORIES]]
     more = len(mapping) - len(names)
