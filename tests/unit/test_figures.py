@@ -110,6 +110,21 @@ def test_a_computed_zero_is_zero_and_a_date_axis_gives_its_span():
     assert "x axis dates from 2017-03-01 to 2017-03-10" in text
 
 
+def test_a_3d_surface_gives_its_type_and_labels_but_no_projected_ranges_and_arrows_are_arrows():
+    fig = plt.figure()
+    surface = fig.add_subplot(1, 2, 1, projection="3d")
+    x, y = np.meshgrid(np.arange(5.0), np.arange(4.0))
+    surface.plot_surface(x, y, x * y)
+    surface.plot([0, 1], [0, 1], [0, 1])
+    surface.set_zlabel("Heave [m]")
+    vectors = fig.add_subplot(1, 2, 2)
+    vectors.arrow(0, 0, 2, 1, head_width=0.1)
+    vectors.arrow(0, 0, 1, 3, head_width=0.1)
+    text = describe(fig)
+    assert 'Axes 1 3d line plot (1 line), 3d surface; z axis "Heave [m]".' in text  # no "from"
+    assert "Axes 2 Arrows (2)." in text
+
+
 def test_the_same_figure_gives_the_same_bytes_and_a_busy_one_stays_bounded():
     assert describe(line_figure()) == describe(line_figure())
     fig, axes = plt.subplots(4, 4)

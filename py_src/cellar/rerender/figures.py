@@ -77,7 +77,7 @@ def _axes(ax: Any) -> str:
     sentence = [f"{title}: {what}" if title else what[0].upper() + what[1:]]
     if series:
         sentence.append(series)
-    for name in ("x", "y"):
+    for name in ("x", "y", "z") if hasattr(ax, "zaxis") else ("x", "y"):
         axis = _axis(ax, name)
         if axis:
             sentence.append(axis)
@@ -130,10 +130,15 @@ def _contents(ax: Any) -> tuple[list[str], str]:
     wedges = sum(isinstance(p, mpatches.Wedge) for p in patches)
     if wedges:
         kinds.append(f"pie chart ({_count(wedges, 'wedge')})")
-    if any(isinstance(p, mpatches.Polygon) for p in patches):
+    arrows = sum(isinstance(p, (mpatches.FancyArrow, mpatches.FancyArrowPatch)) for p in patches)
+    if arrows:
+        kinds.append(f"arrows ({arrows})")
+    if any(isinstance(p, mpatches.Polygon) and not isinstance(p, mpatches.FancyArrow) for p in patches):
         kinds.append("filled shape")
     if _safe(lambda: ax.name, "") in ("3d", "polar"):
         kinds = [f"{ax.name} {kind}" for kind in kinds] or [f"{ax.name} axes"]
+    if _safe(lambda: ax.name, "") == "3d":
+        series = []  # a 3d artist's 2d data is its projection on the screen: no ranges to give
     shown = [text for text in series if text][:MAX_SERIES]
     more = len([text for text in series if text]) - len(shown)
     return _unique(kinds), ", ".join(shown) + (f" and {more} more series" if more > 0 else "")
@@ -141,6 +146,10 @@ def _contents(ax: Any) -> tuple[list[str], str]:
 
 def _collection_kind(collection: Any, mcoll: Any) -> str:
     from matplotlib.contour import ContourSet
+
+    named = {"Poly3DCollection": "surface", "Line3DCollection": "wireframe"}.get(type(collection).__name__)
+    if named:
+        return named
 
     if isinstance(collection, ContourSet):
         return "filled contour plot" if _safe(lambda: collection.filled, False) else "contour plot"
