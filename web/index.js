@@ -259,6 +259,8 @@ function hitBody(notebook, hit) {
   body.append(element("p", { className: "hit-head" }, badge(hit.kind), " ", citation(notebook, hit)));
   if (hit.kind === "table" && hit.table) body.append(table(hit.table));
   else body.append(quote(hit.quote, hit.marks ?? []));
+  // a re-rendered plot: what the figure itself shows, read from its objects (text, never markup)
+  if (hit.kind === "plot" && hit.figure) body.append(element("p", { className: "figure-text muted small", textContent: hit.figure }));
   return body;
 }
 

@@ -209,6 +209,20 @@ def test_results_carry_the_rerender_status_fresh_outputs_and_the_stale_warning(p
     expect(stale.locator(".warning")).to_contain_text("diepgangen_22031.csv")
 
 
+def test_a_plot_hit_shows_what_the_re_rendered_figure_holds_as_text(page, site_url):
+    # The SFOC curve's question names neither its title nor its labels in the code's words; the
+    # figure's description (read from the figure when the site re-rendered the notebook) is
+    # shown under the plot hit, as text.
+    question = "SFOC against engine load shop test curve"
+    page.goto(f"{site_url}?q={question}")
+    answered(page, question)
+    plot = page.locator("#notebooks > li", has_text="19-063").first.locator(".hit.kind-plot").first
+    figure = plot.locator(".figure-text")
+    expect(figure).to_contain_text('"19-063 main engine SFOC": line plot (1 line)')
+    expect(figure).to_contain_text('x axis "Engine load [% MCR]"; y axis "SFOC [g/kWh]"; legend: shop test.')
+    assert figure.evaluate("node => node.childElementCount") == 0  # text, never markup
+
+
 def test_after_the_first_visit_search_and_viewer_work_with_the_server_stopped(browser, site):
     server = serve_in_background(site)  # its own server (and origin): this test stops it
     url = f"http://127.0.0.1:{server.server_port}/"

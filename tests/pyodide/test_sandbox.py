@@ -185,6 +185,56 @@ def test_ipython_semantics_for_results_display_errors_magics_and_shell_lines(wor
     assert cells[7][0]["ename"] == "StdinNotImplementedError"
 
 
+FIGURES = [
+    "import matplotlib.pyplot as plt, numpy as np\nhours = np.linspace(0, 10, 50)",
+    # a line plot with a title, labels with units and a legend
+    "fig, ax = plt.subplots()\nax.plot(hours, 41.21 * hours, label='forepeak')\n"
+    "ax.plot(hours, 288 - 10 * hours, label='aft peak')\nax.set_title('Ballast tank volumes')\n"
+    "ax.set_xlabel('Time [h]'); ax.set_ylabel('Volume [m3]'); ax.legend();",
+    # a bar chart over categories
+    "plt.bar(['forepeak', 'aft peak', 'midship'], [412.1, 288.0, 2106.3])\nplt.ylabel('Volume [m3]');",
+    # a histogram, shown mid-cell with plt.show(), then a second figure: two outputs
+    "plt.hist(np.random.normal(size=400), bins=12)\nplt.xlabel('GZ [m]')\nplt.show()\n"
+    "plt.plot([1, 2, 3])\nplt.title('after show');",
+    # one figure, two axes and a suptitle
+    "fig, (a, b) = plt.subplots(1, 2)\na.plot(hours, np.sin(hours)); a.set_ylabel('Heel [deg]')\n"
+    "b.scatter([0.5, 1.0, 1.5], [2.1, 2.5, 2.9]); b.set_xlabel('Draught [m]')\nfig.suptitle('Stability, 2017 vessel');",
+    # parts the describer cannot read (they raise): the figure renders, the rest is described
+    "fig, ax = plt.subplots()\nax.plot([3, 1, 2], label='odd')\nax.legend(); ax.set_title('hidden')\n"
+    "ax.get_title = ax.get_legend = lambda *a, **k: 1 / 0;",
+]
+
+
+def figure_text(output: dict) -> str:
+    return output["metadata"]["cellar"]["figure"]
+
+
+def test_each_figure_is_described_from_its_objects_in_its_output_metadata(worker):
+    cells = outputs(run(worker, FIGURES))
+    assert cells[0] == []
+    assert [[o["output_type"] for o in cell] for cell in cells[1:]] == [["display_data"]] * 2 + [
+        ["display_data"] * 2
+    ] + [["display_data"]] * 2
+    assert all("image/png" in o["data"] for cell in cells[1:] for o in cell)
+    assert figure_text(cells[1][0]) == (
+        'Figure. "Ballast tank volumes": line plot (2 lines); "forepeak" 50 points y from 0 to 412.1 '
+        'x from 0 to 10, "aft peak" 50 points y from 188 to 288 x from 0 to 10; x axis "Time [h]"; '
+        'y axis "Volume [m3]"; legend: forepeak, aft peak.'
+    )
+    assert figure_text(cells[2][0]) == (
+        "Figure. Bar chart (3 bars); values from 288 to 2106; x axis categories forepeak, aft peak, "
+        'midship; y axis "Volume [m3]".'
+    )
+    histogram, after = (figure_text(o) for o in cells[3])
+    assert histogram.startswith("Figure. Histogram (12 bins); bins from -") and histogram.endswith('x axis "GZ [m]".')
+    assert after == 'Figure. "after show": line plot (1 line); 3 points y from 1 to 3.'
+    two = figure_text(cells[4][0])
+    assert two.startswith('Figure "Stability, 2017 vessel" with 2 axes. Axes 1 Line plot (1 line); 50 points y from -')
+    assert 'y axis "Heel [deg]". Axes 2 Scatter plot (3 points); 3 points x from 0.5 to 1.5 y from 2.1 to 2.9' in two
+    assert two.endswith('x axis "Draught [m]".')
+    assert figure_text(cells[5][0]) == 'Figure. Line plot (1 line); "odd" 3 points y from 1 to 3.'
+
+
 PROBE = (
     "import random, numpy as np, pandas as pd, matplotlib as mpl, sys\n"
     "print(random.random(), np.random.rand(), pd.get_option('display.precision'), mpl.rcParams['lines.linewidth'],\n"

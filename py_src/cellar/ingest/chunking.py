@@ -14,7 +14,8 @@ Kinds: markdown (prose windows under their heading path), code (the source with 
 what it defines, from `cellar.ingest.code_facts`), and the kinds of outputs
 (`cellar.ingest.outputs`): table (DataFrame outputs), scalar (a short result, as
 `expression = value`), stream (printed text and long text results, windowed), plot (an image,
-described by the labels in its code and the Markdown above), error (exception, value and last
+described by the labels in its code and the Markdown above, and, when the notebook was
+re-rendered, by what the figure itself holds), error (exception, value and last
 frame); text (plain documents and raw cells). Widget views and unknown MIME types are skipped and
 counted. pandas is imported only when a table is met, through `cellar.ingest.tables`.
 """
@@ -67,9 +68,13 @@ TAG = re.compile(r"<[^>]*>")
 # -- notebooks ------------------------------------------------------------------------------------
 
 
-def chunk_notebook(notebook: Notebook, rules: Sequence[Rule] = ()) -> Chunked:
+def chunk_notebook(notebook: Notebook, rules: Sequence[Rule] = (), *, fresh: bool = False) -> Chunked:
     """The typed chunks of a notebook, in cell order, and the outputs skipped (reason -> count).
-    Texts past MAX_TEXT_CHARS are cut or left out, with a NotebookWarning naming the place."""
+    Texts past MAX_TEXT_CHARS are cut or left out, with a NotebookWarning naming the place.
+
+    `fresh`: the notebook's outputs come from a re-render (`cellar rerender`'s fresh notebook),
+    so a plot's figure description in its output metadata is indexed with it
+    (`cellar.ingest.outputs`); a saved notebook's plots keep their caption only."""
     meta = document_meta(notebook.path, notebook.metadata, rules)
     maker = ChunkMaker(notebook.path, notebook.revision, meta)
     outline = _Outline()
@@ -85,7 +90,7 @@ def chunk_notebook(notebook: Notebook, rules: Sequence[Rule] = ()) -> Chunked:
         elif cell.cell_type == "raw":
             _prose(maker, "text", cell.source, outline, markdown=False)
         elif cell.cell_type == "code":
-            _code(maker, cell, outline, above)
+            _code(maker, cell, outline, above, fresh)
         else:
             maker.skip(f"unknown cell type {cell.cell_type}")
     return Chunked(tuple(maker.chunks), dict(maker.skipped), notebook)
@@ -295,7 +300,7 @@ def _names_within(items: Iterable[tuple[int, str]], start: int, end: int, first:
     return list(dict.fromkeys(name for at, name in items if (first or at >= start) and at < end))
 
 
-def _code(maker: ChunkMaker, cell: Cell, outline: _Outline, above: str) -> None:
+def _code(maker: ChunkMaker, cell: Cell, outline: _Outline, above: str, fresh: bool = False) -> None:
     maker.headings = outline.path()
     source = cell.source
     images = any(mime in output.data for output in cell.outputs for mime in IMAGES)
@@ -315,4 +320,4 @@ def _code(maker: ChunkMaker, cell: Cell, outline: _Outline, above: str) -> None:
         maker.add("code", source, start, end, f"# {prefix}\n{body}" if prefix else body,
                   defines=defines, imports=imports)  # fmt: skip
     for output in cell.outputs:
-        chunk_output(maker, cell, output, facts, above)
+        chunk_output(maker, cell, output, facts, above, fresh)

@@ -27,11 +27,15 @@ DATAFRAME_HTML = re.compile(r"<table[^>]*\bclass=\"[^\"]*\bdataframe\b", re.IGNO
 PLACEHOLDER = re.compile(r"<[\w.]+ (?:object|at 0x[0-9a-fA-F]+)>")
 NOT_FRAMES = ("array(", "matrix(", "[", "{", "<", "'", '"')  # reprs that are never a DataFrame
 WIDGET = "application/vnd.jupyter.widget-view+json"
+FIGURE_CHARS = 1500  # the most of a figure description that is indexed (the sandbox writes <= 1200)
 IMAGES = ("image/png", "image/jpeg", "image/svg+xml", "image/gif", "image/webp", "application/pdf")
 
 
-def chunk_output(maker: ChunkMaker, cell: Cell, output: Output, facts: CodeFacts, above: str) -> None:
-    """Chunks of one output, chosen by what it holds; what cannot be searched is counted."""
+def chunk_output(
+    maker: ChunkMaker, cell: Cell, output: Output, facts: CodeFacts, above: str, fresh: bool = False
+) -> None:
+    """Chunks of one output, chosen by what it holds; what cannot be searched is counted. `fresh`:
+    the output comes from a re-render, so a plot's figure description is read from its metadata."""
     if output.output_type == "stream":
         assert output.text is not None  # the notebook loader sets a stream's text
         if not _whole_table(maker, output, output.text, "text", None):
@@ -49,7 +53,7 @@ def chunk_output(maker: ChunkMaker, cell: Cell, output: Output, facts: CodeFacts
         return
     image = next((mime for mime in IMAGES if mime in data), None)
     if image:
-        _plot(maker, cell, output, image, facts, above)
+        _plot(maker, cell, output, image, facts, above, fresh)
         return
     expression = facts.last_expression if output.output_type == "execute_result" else None
     plain, markup = data.get("text/plain"), data.get("text/html")
@@ -194,9 +198,10 @@ def _error(maker: ChunkMaker, output: Output) -> None:
               place, error=True, ename=ename)  # fmt: skip
 
 
-def _plot(maker: ChunkMaker, cell: Cell, output: Output, mime: str, facts: CodeFacts, above: str) -> None:
-    """An image, described by its code's labels and the Markdown above; it quotes the lines of
-    code that label it (or the whole source)."""
+def _plot(maker: ChunkMaker, cell: Cell, output: Output, mime: str, facts: CodeFacts, above: str, fresh: bool) -> None:
+    """An image, described by its code's labels and its caption (the heading path and the
+    Markdown above) and, for a re-rendered output, by the figure's own description; it quotes
+    the lines of code that label it (or the whole source)."""
     lines = [f"Plot ({mime})"]
     for role, name in LABEL_NAMES.items():
         if role in facts.labels:
@@ -205,10 +210,26 @@ def _plot(maker: ChunkMaker, cell: Cell, output: Output, mime: str, facts: CodeF
         lines.append(" > ".join(maker.headings))
     if above:
         lines.append(above)
+    figure = figure_text(output) if fresh else ""
+    if figure:
+        lines.append(figure)
     source = cell.source
     start, end = facts.label_span or (0, len(source.rstrip()))
+    extra = {"figure": figure} if figure else {}
     maker.add("plot", source, start, end, clean_text("\n".join(lines)), output, "source",
-              mime=mime, labels=facts.labels, output_type=output.output_type)  # fmt: skip
+              mime=mime, labels=facts.labels, output_type=output.output_type, **extra)  # fmt: skip
+
+
+def figure_text(output: Output) -> str:
+    """The figure description the sandbox put in a re-rendered output's metadata
+    (`{"cellar": {"figure": text}}`, cellar.rerender.figures), cleaned and cut to FIGURE_CHARS;
+    "" when there is none. The text came from running archive code: it is searched and shown as
+    text, never as markup."""
+    note = output.metadata.get("cellar") if isinstance(output.metadata, dict) else None
+    text = note.get("figure") if isinstance(note, dict) else None
+    if not isinstance(text, str):
+        return ""
+    return clean_text(text)[:FIGURE_CHARS].strip()
 
 
 class _TextOfHTML(html.parser.HTMLParser):

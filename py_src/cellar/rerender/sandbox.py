@@ -13,7 +13,9 @@ its display hook formats the last expression (IPython's pretty printer for text/
 formatters for `_repr_html_` and friends), its display publisher receives `display()`, and
 `_showtraceback` receives errors, exactly where ipykernel plugs in. matplotlib runs with
 `matplotlib_inline`'s backend, so open figures become display_data (image/png, `bbox_inches=
-"tight"`) at the end of each cell, as under ipykernel. Captured and changed:
+"tight"`) at the end of each cell, as under ipykernel; each such output's metadata carries a
+description read from the figure's objects, `{"cellar": {"figure": "Figure ... line plot ..."}}`
+(cellar.rerender.figures), which the index searches with the plot. Captured and changed:
 
 - `print` / stderr / warnings -> stream outputs (consecutive writes to one stream merged);
 - `%timeit` runs its statement once, in the notebook's namespace, and prints nothing;
@@ -66,7 +68,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cellar.rerender import start_cache, vfs
+from cellar.rerender import figures, start_cache, vfs
 from cellar.rerender.file_view import FileHooks, FileView, runtime_roots
 
 SEED = 0
@@ -367,6 +369,34 @@ def _shell_magic(name: str) -> Callable[[str, str], None]:
     return refuse
 
 
+def _describe_figures() -> None:
+    """Give every figure the inline backend shows a description read from its objects
+    (cellar.rerender.figures), in its output's metadata as `{"cellar": {"figure": text}}`.
+
+    The backend asks `_fetch_figure_metadata(fig)` for the metadata of each figure it displays
+    (at the end of a cell, and on `plt.show()`); that function is wrapped, once per interpreter.
+    A figure the describer cannot read gets no description; it is rendered all the same.
+    """
+    from matplotlib_inline import backend_inline
+
+    fetch = backend_inline._fetch_figure_metadata
+    if getattr(fetch, "cellar_describes", False):
+        return
+
+    def fetch_with_description(fig: Any) -> Any:
+        metadata = fetch(fig)
+        try:
+            text = figures.describe(fig)
+        except Exception:  # describe() does not raise; a figure must render even if it did
+            text = ""
+        if not text:
+            return metadata
+        return {**(metadata or {}), "cellar": {"figure": text}}
+
+    fetch_with_description.cellar_describes = True  # type: ignore[attr-defined]
+    backend_inline._fetch_figure_metadata = fetch_with_description
+
+
 # -- The interpreter's state between notebooks ------------------------------------------------------
 
 
@@ -509,6 +539,7 @@ class _Session:
                 # starts from has it active and interactive, as `%matplotlib inline` leaves it under
                 # ipykernel.
                 shell.enable_matplotlib("inline")
+                _describe_figures()
         if "pandas" in sys.modules:
             import pandas
 

@@ -385,7 +385,7 @@ def with_fresh(
         why = f"cannot be read ({unreadable})" if fresh is None else "has other cells than the archive's"
         return chunked, Render(), f"{path}: its fresh notebook {fresh_file} {why}; saved outputs indexed unchecked"
     render = Render(entry["status"], entry.get("reason"), fresh.revision)
-    return chunk_notebook(replace(fresh, revision=saved.revision), rules), render, None
+    return chunk_notebook(replace(fresh, revision=saved.revision), rules, fresh=True), render, None
 
 
 # -- the cache ------------------------------------------------------------------------------------

@@ -219,7 +219,9 @@ def search(query: str, options: Mapping[str, Any], shard_dir: str) -> dict[str, 
     clauses, records), fields ({key: value} of a record's structured fields). Each hit and neighbourhood entry
     gets `marks` ([start, end] character ranges of its text that hold a query term), and a
     table hit the chunk's searched text as `table` (the expression that made it, a Markdown
-    table and a summary sentence), which the page draws as a table.
+    table and a summary sentence), which the page draws as a table; a plot hit of a re-rendered
+    notebook its figure's description as `figure` (plain text, cellar.rerender.figures), which
+    the page shows under the plot's code.
     """
     from cellar.retrieval.search import Filters
     from cellar.retrieval.shard import NeedFiles
@@ -248,6 +250,9 @@ def search(query: str, options: Mapping[str, Any], shard_dir: str) -> dict[str, 
             hit["marks"] = marks(hit["quote"])
             if hit["kind"] == "table":
                 hit["table"] = records[hit["chunk_id"]]["text"]
+            figure = records[hit["chunk_id"]].get("meta", {}).get("figure") if hit["kind"] == "plot" else None
+            if isinstance(figure, str):
+                hit["figure"] = figure
         for entry in notebook["neighbourhood"]:
             entry["marks"] = marks(entry["text"])
     return answer
