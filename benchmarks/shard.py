@@ -155,13 +155,12 @@ def measure(archive: Path, gold_path: Path, format1: Any) -> dict[str, Any]:
 
     # recall@50 of the clustered dense search (the shard's nprobe and around it)
     shard = Shard(files2.__getitem__)
-    dense = index.dense()
     vectors = model.encode(queries)
     k = len(shard.cluster_files)
     for nprobe in sorted({max(1, shard.nprobe // 2), shard.nprobe, min(k, shard.nprobe * 2)}):
         found = 0.0
         for vector in vectors:
-            exact = np.argsort(-cosines(dense, vector), kind="stable")[:DEPTH]
+            exact = np.argsort(-cosines(index.vectors, index.scales, vector), kind="stable")[:DEPTH]
             rows, cosine, _ = Searcher(shard, model, nprobe=nprobe).source.dense(vector)
             approx = rows[np.argsort(-cosine, kind="stable")[:DEPTH]]
             found += len(np.intersect1d(exact, approx)) / len(exact)

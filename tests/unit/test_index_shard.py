@@ -84,10 +84,11 @@ def test_shard_round_trip(built, shard_dir, model):
     seen = np.concatenate([shard.cluster(c)[0] for c in range(len(shard.cluster_files))])
     assert sorted(seen.tolist()) == list(range(index.n_chunks))
     for n in range(len(index.notebooks)):
-        records, vectors = shard.container(n)
+        records, codes, scales = shard.container(n)
         assert records == [json.loads(json.dumps(r)) for r in index.notebook_chunks(n)]
         entry = index.notebooks[n]
-        np.testing.assert_allclose(vectors, index.dense()[entry["start"] : entry["end"]], rtol=0, atol=0)
+        np.testing.assert_array_equal(codes, index.vectors[entry["start"] : entry["end"]])
+        np.testing.assert_array_equal(scales, index.scales[entry["start"] : entry["end"]])
     manifest = shard.manifest
     assert manifest["format"] == 3 and manifest["model"] == {"id": model.id, "sha256": model.sha256}
     assert manifest["counts"]["chunks"] == index.n_chunks

@@ -437,7 +437,7 @@ class Searcher:
         found = [all_terms for all_terms in numbers if any(held[t] for t in all_terms)]
         similarity = None
         if vectors is not None and entry["end"] > entry["start"]:
-            similarity = float(np.max(cosines(self.source.notebook_vectors(best), vectors)))
+            similarity = float(np.max(cosines(*self.source.notebook_vectors(best), vectors)))
         evidence = {
             "coverage": _share(zip(weights, judged), held),
             "known_coverage": _share(known, held),

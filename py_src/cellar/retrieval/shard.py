@@ -389,10 +389,9 @@ class Shard:
     def cluster_name(self, c: int) -> str:
         return self.cluster_files[c]
 
-    def cluster(self, c: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(chunk rows, kinds, float32 vectors) of cluster ``c``. The int8 codes are what is kept:
-        the float32 vectors, four times their size, are made for each call (a tab that probes
-        a few dozen clusters a question would otherwise hold hundreds of MB of them)."""
+    def cluster(self, c: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(chunk rows, kinds, int8 codes, scales) of cluster ``c`` (a row's vector is its codes
+        times its scale; ``sources.cosines`` scores them as they are)."""
         name = self.cluster_files[c]
         kept = self._kept(name)
         if kept is None:
@@ -402,8 +401,7 @@ class Shard:
                 raise ShardError(f"{self.source}/{name}: damaged (its arrays disagree)")
             kept = (rows, arrays["kinds"], codes, arrays["scales"])
             self._keep(name, kept, sum(array.nbytes for array in kept))
-        rows, kinds, codes, scales = kept
-        return rows, kinds, codes.astype(np.float32) * scales[:, None]
+        return kept
 
     # -- notebooks ---------------------------------------------------------------------------------
 
@@ -415,8 +413,8 @@ class Shard:
     def container_name(self, n: int) -> str:
         return self.notebooks.value("container", n)
 
-    def container(self, n: int) -> tuple[list[dict[str, Any]], np.ndarray]:
-        """Notebook ``n``'s chunk records (path and revision filled in) and float32 vectors."""
+    def container(self, n: int) -> tuple[list[dict[str, Any]], np.ndarray, np.ndarray]:
+        """Notebook ``n``'s chunk records (path and revision filled in), int8 codes and scales."""
         name, expected = self.notebooks.file(n)
         kept = self._kept(name)
         if kept is not None:
@@ -432,9 +430,9 @@ class Shard:
         if len(chunks) != entry["end"] - entry["start"] or arrays["vectors"].shape[0] != len(chunks):
             raise ShardError(f"{self.source}/{name}: damaged ({len(chunks)} chunks, the manifest disagrees)")
         records = [{"path": path, "revision": entry["revision"], **chunk} for chunk in chunks]
-        vectors = arrays["vectors"].astype(np.float32) * arrays["scales"][:, None]
-        size = vectors.nbytes + sum(RECORD_BYTES + len(chunk.get("text", "")) for chunk in chunks)
-        return self._keep(name, (records, vectors), size)
+        codes, scales = arrays["vectors"], arrays["scales"]
+        size = codes.nbytes + scales.nbytes + sum(RECORD_BYTES + len(chunk.get("text", "")) for chunk in chunks)
+        return self._keep(name, (records, codes, scales), size)
 
     def fragment(self, n: int) -> list[dict[str, Any]]:
         """The chunk records of notebook ``n``."""

@@ -16,16 +16,19 @@ from cellar.retrieval.index import Index
 from cellar.retrieval.table import NotebookTable
 
 
-def cosines(vectors: np.ndarray, query_vectors: np.ndarray) -> np.ndarray:
-    """Each float32 unit row's best cosine with the query's vectors (rows of `query_vectors`; a
-    Dutch question has two, its own and its English reading's), summed in float64 row by row: the
-    same value for a row whether it is scored with all rows (in memory) or with its cluster (a
-    shard), which a float32 matrix product does not promise (its blocking depends on the rows).
-    Rounded to float32: NumPy sums in another order in WebAssembly than on x86 (no SIMD loops),
-    and the last bits of float64 must not reorder near-copies between the tab and CPython."""
+def cosines(codes: np.ndarray, scales: np.ndarray, query_vectors: np.ndarray) -> np.ndarray:
+    """Each row's best cosine with the query's vectors (rows of `query_vectors`; a Dutch question
+    has two, its own and its English reading's). A row is its int8 codes times its scale (the
+    index's quantised unit vectors), so its dot products are taken on the codes, in float64 row
+    by row, and scaled once: no float32 copy of the vectors is made (at 41,000 notebooks a
+    question scores a few dozen clusters of a thousand rows), and a row has the same value
+    whether it is scored with all rows (in memory) or with its cluster (a shard), which a float32
+    matrix product does not promise (its blocking depends on the rows). Rounded to float32: NumPy
+    sums in another order in WebAssembly than on x86 (no SIMD loops), and the last bits of
+    float64 must not reorder near-copies between the tab and CPython."""
     queries = np.atleast_2d(query_vectors).astype(np.float64)
-    best = np.max(np.einsum("ij,kj->ik", vectors, queries, dtype=np.float64, optimize=False), axis=1)
-    return best.astype(np.float32)
+    dots = np.einsum("ij,kj->ik", codes, queries, dtype=np.float64, optimize=False)
+    return (np.max(dots, axis=1) * scales).astype(np.float32)
 
 
 class MemorySource:
@@ -69,11 +72,12 @@ class MemorySource:
 
     def dense(self, query_vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         rows = np.arange(self.index.n_chunks)
-        return rows, cosines(self.index.dense(), query_vectors), self.index.chunk_kind
+        return rows, cosines(self.index.vectors, self.index.scales, query_vectors), self.index.chunk_kind
 
-    def notebook_vectors(self, n: int) -> np.ndarray:
+    def notebook_vectors(self, n: int) -> tuple[np.ndarray, np.ndarray]:
         entry = self.notebooks[n]
-        return self.index.dense()[entry["start"] : entry["end"]]
+        span = slice(entry["start"], entry["end"])
+        return self.index.vectors[span], self.index.scales[span]
 
     def notebook_of(self, rows: np.ndarray) -> np.ndarray:
         return self.index.chunk_notebook[rows]
@@ -117,17 +121,17 @@ class ShardSource:
 
     def dense(self, query_vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         parts = []
-        for c in self.probe(query_vectors):  # a cluster's float32 vectors let go once scored
-            rows, kinds, vectors = self.shard.cluster(c)
-            parts.append((rows, kinds, cosines(vectors, query_vectors)))
+        for c in self.probe(query_vectors):
+            rows, kinds, codes, scales = self.shard.cluster(c)
+            parts.append((rows, kinds, cosines(codes, scales, query_vectors)))
         rows = np.concatenate([p[0] for p in parts]).astype(np.int64)
         kinds = np.concatenate([p[1] for p in parts])
         cosine = np.concatenate([p[2] for p in parts])
         order = np.argsort(rows, kind="stable")
         return rows[order], cosine[order], kinds[order]
 
-    def notebook_vectors(self, n: int) -> np.ndarray:
-        return self.shard.container(n)[1]
+    def notebook_vectors(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        return self.shard.container(n)[1:]
 
     def notebook_of(self, rows: np.ndarray) -> np.ndarray:
         return self.shard.notebook_of(rows)
