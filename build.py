@@ -423,8 +423,8 @@ def step_bytecode(runtime: Path, wheels: list[Path]) -> list[Path]:
         log("bytecode: compiling the wheels' modules in Pyodide")
         shutil.rmtree(out, ignore_errors=True)
         with tempfile.TemporaryDirectory() as staging:
-            # Copied out of the runtime folder first: Node's permission model, granted that folder
-            # and a file inside it, no longer lets the runtime read the rest of the folder.
+            # Copied out of the runtime folder first: given a wheel from inside that folder, the
+            # confined Pyodide (Node's permission model) failed to load its own packages.
             inputs = [Path(shutil.copy2(wheel, staging)) for wheel in wheels]
             run([str(venv_python()), "-m", "cellar.site.bytecode", str(runtime), str(out), *map(str, inputs)])
         stamp.write_text(digest)

@@ -326,12 +326,15 @@ function table(text) {
 
 function neighbourhood(notebook) {
   const isDocument = notebook.neighbourhood.some((entry) => entry.citation !== undefined);
-  const place = (entry) => (entry.citation !== undefined && entry.start !== undefined
-    // a document's passage: the document viewer at that block, as the hit's own citation opens it
-    ? element("a", { href: viewerUrl(notebook, entry), className: "cite" }, element("cite", { textContent: entry.citation }))
-    : entry.citation !== undefined || isDocument
-    ? element("cite", { textContent: entry.citation ?? "section" })
-    : element("a", { href: viewerUrl(notebook, entry), textContent: `cell ${entry.cell}${entry.output !== undefined ? `, output ${entry.output}` : ""}` }));
+  const place = (entry) => {
+    if (entry.citation !== undefined && entry.start !== undefined) {
+      // a document's passage: the document viewer at that block, as the hit's own citation opens it
+      return element("a", { href: viewerUrl(notebook, entry), className: "cite" }, element("cite", { textContent: entry.citation }));
+    }
+    if (entry.citation !== undefined || isDocument) return element("cite", { textContent: entry.citation ?? "section" });
+    const output = entry.output !== undefined ? `, output ${entry.output}` : "";
+    return element("a", { href: viewerUrl(notebook, entry), textContent: `cell ${entry.cell}${output}` });
+  };
   return element("details", { className: "neighbourhood" },
     element("summary", { textContent: isDocument
       ? "Context: the section, the passage and the next two in it"

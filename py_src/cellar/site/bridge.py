@@ -248,9 +248,10 @@ def search(query: str, options: Mapping[str, Any], shard_dir: str) -> dict[str, 
         records = {record["id"]: record for record in shard.fragment(n)}
         for hit in notebook["hits"]:
             hit["marks"] = marks(hit["quote"])
+            record = records[hit["chunk_id"]]
             if hit["kind"] == "table":
-                hit["table"] = records[hit["chunk_id"]]["text"]
-            figure = records[hit["chunk_id"]].get("meta", {}).get("figure") if hit["kind"] == "plot" else None
+                hit["table"] = record["text"]
+            figure = record.get("meta", {}).get("figure") if hit["kind"] == "plot" else None
             if isinstance(figure, str):
                 hit["figure"] = figure
         for entry in notebook["neighbourhood"]:
