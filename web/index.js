@@ -84,9 +84,9 @@ client.open().then(
       box.closest(".choice").hidden = !facts.kinds[kind];
       box.nextElementSibling.textContent = `${kind} (${facts.kinds[kind] ?? 0})`;
     }
-    showFilters(facts);
     document.body.dataset.searchReady = "true";
-    if (!$("query").value.trim()) keepOffline();  // else after the first result, not competing with it
+    // else after the first result, not competing with it
+    if (!$("query").value.trim()) afterFirstAnswer();
   },
   (error) => { if (document.body.dataset.ready) failed(`The index could not be opened: ${error.message}`); },
 );
@@ -99,6 +99,17 @@ client.manifest.then((manifest) => {
     element("input", { type: "checkbox", id: `kind-${kind}`, value: kind }),
     element("label", { htmlFor: `kind-${kind}`, textContent: kind }))));
 }, (error) => failed(`The index could not be read: ${error.message}`));
+
+// What waits for the first answer when the page opens with a question: the filters' options
+// (a large archive has thousands of projects: drawing them held the first answer back by a
+// third of a second) and the offline copy.
+let waited = false;
+function afterFirstAnswer() {
+  if (waited) return;
+  waited = true;
+  client.filters().then(showFilters, () => {});  // without them the page still searches
+  keepOffline();
+}
 
 // The year range and the projects, from the notebook table that Python opened (a boot file of
 // the shard: the manifest stays small however large the archive).
@@ -180,11 +191,12 @@ async function run() {
     draw(answer);
     if (!document.body.dataset.firstResult) {
       document.body.dataset.firstResult = String(Math.round(performance.now()));
-      keepOffline();
+      afterFirstAnswer();
     }
   } catch (error) {
     if (request !== latest) return;
     $("results-count").textContent = `The search failed: ${error.message}`;
+    if (document.body.dataset.searchReady) afterFirstAnswer();
   } finally {
     if (request === latest) $("results").removeAttribute("aria-busy");
   }

@@ -4,6 +4,8 @@
 //   await search.manifest             -> the shard's manifest.json (notebooks table, counts, files)
 //   await search.open()               -> {notebooks, chunks, kinds: {kind: count}, model}: the shard
 //                                        fetched into Python, checked and opened (once)
+//   await search.filters()            -> {years, projects, sources, fields}: what the filters can
+//                                        offer (cellar.site.bridge.search_filters)
 //   await search.search(query, options) -> the answer contract (see cellar.site.bridge.search for options)
 //   search.keepFetched()              -> asks the service worker (once it is active) to keep the
 //                                        shard files fetched so far, so a question asked once
@@ -49,6 +51,8 @@ export function searchClient(cellar, site = new URL("./", import.meta.url)) {
     return opened;
   }
 
+  const filters = () => open().then(() => cellar.call("cellar.site.bridge", "search_filters", SHARD_DIR));
+
   const fetchedUrls = new Set();
   function keepFetched() {
     if (!("serviceWorker" in navigator) || !fetchedUrls.size) return;
@@ -78,5 +82,5 @@ export function searchClient(cellar, site = new URL("./", import.meta.url)) {
     throw new Error("the shard's files could not be placed in Python's file system");
   }
 
-  return { manifest, open, search, keepFetched };
+  return { manifest, open, filters, search, keepFetched };
 }

@@ -113,7 +113,11 @@ def test_search_asks_once_for_the_fragments_it_needs_then_answers_as_the_searche
         shutil.copy(tmp_path / "all" / name, shard / name)
     searcher = Searcher(whole, model)
     numbers = {nb["path"]: n for n, nb in enumerate(index.notebooks)}
-    bridge.search_open(str(shard))
+    opened = bridge.search_open(str(shard))
+    assert (opened["notebooks"], opened["chunks"]) == (len(index.notebooks), whole.n_chunks)
+    # the filters' options come from the boot files alone, in a call of their own
+    assert bridge.search_filters(str(shard)) == bridge.catalogue(whole.notebooks)
+    assert not (shard / "notebooks").exists()
     fetched = 0
     for query, options, filters, marked_words in [
         (
