@@ -126,7 +126,10 @@ function showFilters({ years, projects, sources, fields }) {
     value: project, textContent: `${project} (${title})`,
   })));
   const wanted = new URLSearchParams(location.search).get("project");
-  if (wanted && projects.some(([project]) => project === wanted)) $("project").value = wanted;
+  if (wanted && projects.some(([project]) => project === wanted)) {
+    $("project").value = wanted;
+    if ($("query").value.trim()) run();  // the question the page opened with, within that project
+  }
   sourceFilters(sources ?? [], fields ?? {});
 }
 

@@ -182,6 +182,18 @@ def test_the_page_answers_as_cpython_refuses_filters_and_speaks_dutch(page, site
     screenshot("search-dutch")
 
 
+def test_a_page_opened_with_a_question_and_a_project_answers_within_that_project(page, site_url):
+    """A link or bookmark with ?q=...&project=...: the project's option is drawn after the first
+    answer, and the answer left on the page is the one within that project."""
+    page.goto(f"{site_url}/?q=ballasttanks%20inhoud&project=24-007")
+    answered(page, "ballasttanks inhoud")
+    expect(page.get_by_label("Project")).to_have_value("24-007")
+    expect(page.locator("#notebooks .notebook")).to_have_count(1)
+    expect(page.locator("#notebooks .notebook .path")).to_have_text(
+        "2024/24-007 Ballastwater/ballastwater_behandeling_24007.ipynb"
+    )
+
+
 def test_results_carry_the_rerender_status_fresh_outputs_and_the_stale_warning(page, site_url, screenshot):
     page.goto(site_url)
     wait_for(page, "document.body.dataset.searchReady === 'true'", timeout=BOOT_TIMEOUT_MS)
