@@ -5,8 +5,24 @@ from __future__ import annotations
 
 from cellar.retrieval.analysis import Analyzer, AnalyzerSettings
 from cellar.retrieval.blocks import Asked, asked, block_terms, holds_quantity, order_blocks
+from cellar.retrieval.bm25 import BM25
 
 analyse = Analyzer(AnalyzerSettings()).terms
+
+
+def postings(records, start=100):
+    """The postings a search source gives for a document's blocks at rows ``start``...: its
+    BM25 index over each block's text, analysed as the index analyses it."""
+    bm25 = BM25.build([analyse(record["text"]) for record in records])
+
+    def of(term):
+        column = bm25.columns([term])
+        if not column:
+            return None
+        first, last = bm25.indptr[column[0]], bm25.indptr[column[0] + 1]
+        return (bm25.indices[first:last] + start,)
+
+    return of
 
 
 def test_what_a_question_asks_of_a_block():
@@ -50,14 +66,18 @@ def test_the_block_that_holds_the_asked_quantity_leads():
     terms = block_terms(analyse("what capacity do the ballast pumps of project 17-042 have"), None, question, analyse)
     assert "capac" not in " ".join(terms)  # the quantity asked is no evidence word
     chunks = [(103, 0.99), (101, 0.9), (100, 0.85)]  # the rankers' order: conclusion, scope, title
-    ordered = order_blocks(chunks, records(REPORT), 100, terms, question, analyse, "Pump report, project 17-042")
+    blocks = records(REPORT)
+    ordered = order_blocks(
+        chunks, blocks, 100, terms, question, analyse, "Pump report, project 17-042", postings(blocks)
+    )
     assert ordered[0][0] == 102  # joined though no ranker returned it: it holds 250 m3/h and `pumps`
 
 
 def test_without_an_asked_quantity_the_rarest_evidence_decides_and_every_shared_term_weighs_nothing():
     query = "where are the centrifugal pumps described"
     chunks = [(101, 0.9), (102, 0.85)]
-    ordered = order_blocks(chunks, records(REPORT), 100, analyse(query), asked(query), analyse, "report.md")
+    blocks = records(REPORT)
+    ordered = order_blocks(chunks, blocks, 100, analyse(query), asked(query), analyse, "report.md", postings(blocks))
     assert [row for row, _ in ordered][:2] == [102, 101]
 
 
@@ -129,11 +149,15 @@ def test_a_scope_paragraph_or_preamble_gives_way_to_the_block_that_answers():
     assert [announces(record, titled=False) for record in records] == [True, True, False, False]
     query = "how was the plate thickness gauged on the tanker"
     chunks = [(101, 0.9), (102, 0.5)]  # the rankers prefer the scope, which repeats every word
-    ordered = order_blocks(chunks, records, 100, analyse(query), asked(query), analyse, "hull_survey.txt")
+    ordered = order_blocks(
+        chunks, records, 100, analyse(query), asked(query), analyse, "hull_survey.txt", postings(records)
+    )
     assert ordered[0][0] == 102
     # a question about what the report covers still gets the scope
     query = "what is the scope of the plate thickness survey"
-    ordered = order_blocks(chunks, records, 100, analyse(query), asked(query), analyse, "hull_survey.txt")
+    ordered = order_blocks(
+        chunks, records, 100, analyse(query), asked(query), analyse, "hull_survey.txt", postings(records)
+    )
     assert ordered[0][0] == 101
     # a clause or a note never announces, whatever its place
     assert not announces({"meta": {"source": "clauses", "block": "clause", "headings": []}}, titled=False)

@@ -32,6 +32,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from cellar.retrieval.quantities import UNITS, asked_families, families_of_noun, stated_families, unit_word_families
 
 EVIDENCE_WEIGHT = 0.5
@@ -175,18 +177,23 @@ def order_blocks(
     question: Asked,
     analyse: Callable[[str], list[str]],
     naming: str,
+    postings: Callable[[str], tuple[np.ndarray, ...] | None],
 ) -> list[tuple[int, float]]:
     """A document's candidate chunks (row, fused score), best first, reordered by block score
     (see the module docstring). ``records``: the document's chunk records (row ``start + i`` is
     ``records[i]``); ``terms``: the question's analysed terms (a Dutch one's English reading's
-    too); ``naming``: the document's title and path. A block no ranker returned joins when its
-    own evidence or quantity speaks for it."""
+    too); ``naming``: the document's title and path; ``postings(term)``: the search source's
+    (rows ascending first), or None. Which blocks hold a term is read from its postings: the
+    index analysed each record's text as ``analyse`` does, and stemming every word of a shown
+    document's blocks again took most of a tab's first answer that shows one. A block no ranker
+    returned joins when its own evidence or quantity speaks for it."""
     dropped = {term for word in question.attribute for term in analyse(word)} | set(analyse(naming))
     titled = _titled(records)
     asks_scope = bool(set(terms) & {term for word in ASKS_SCOPE for term in analyse(word)})
     wanted = set(terms) - dropped
-    held = [set(analyse(record["text"])) for record in records]
     n = len(records)
+    rows_of = {term: _rows_holding(postings(term), start, start + n) for term in wanted}
+    held = [{term for term, rows in rows_of.items() if start + i in rows} for i in range(n)]
     frequency = {term: sum(term in block for block in held) for term in wanted}
     weight = {term: math.log(1 + n / df) for term, df in frequency.items() if 0 < df < n}
     total = sum(weight.values())
@@ -203,6 +210,15 @@ def order_blocks(
             scored.append((row, fused.get(row, 0.0) + own))
     scored.sort(key=lambda chunk: (-chunk[1], chunk[0]))
     return scored
+
+
+def _rows_holding(found: tuple[np.ndarray, ...] | None, start: int, end: int) -> frozenset[int]:
+    """The rows in ``[start, end)`` (one document's blocks) of a term's postings ``found`` (rows
+    ascending first; None: no row holds the term)."""
+    if found is None:
+        return frozenset()
+    rows = found[0]
+    return frozenset(rows[np.searchsorted(rows, start) : np.searchsorted(rows, end)].tolist())
 
 
 def announces(record: Mapping[str, Any], titled: bool) -> bool:

@@ -516,7 +516,9 @@ class Searcher:
         start = entry["start"]
         if document is not None and records and "citation" in records[0].get("meta", {}) and not kinds:
             naming = f"{entry['title']} {entry['path']}"
-            rows = order_blocks(rows, records, start, document[1], document[0], self.analyzer.terms, naming)
+            rows = order_blocks(
+                rows, records, start, document[1], document[0], self.analyzer.terms, naming, self.source.postings
+            )
         kind_of = {row: KINDS.index(records[row - start]["kind"]) for row, _ in rows}
         hits: list[Hit] = []
         for row, chunk_score in order_hits(rows, records, start, kind_of, asks, kinds)[:HITS_PER_NOTEBOOK]:
