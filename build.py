@@ -411,35 +411,41 @@ def step_index(corpus: Path, gold: Path | None, rerendered: Path | None, shard: 
     )
 
 
-def step_bytecode(runtime: Path, wheels: list[Path]) -> list[Path]:
-    """The wheels with their modules' bytecode, compiled by the site's own Pyodide
-    (cellar.site.bytecode: a page then imports bytecode rather than compiling sources in
-    WebAssembly), into build/wheels/ (skipped when the wheels and the runtime are unchanged)."""
+def step_bytecode(runtime: Path, wheels: list[Path]) -> tuple[list[Path], Path]:
+    """The wheels with their modules' bytecode, and Pyodide's standard library with its own,
+    compiled by the site's own Pyodide (cellar.site.bytecode: a page then imports bytecode rather
+    than compiling sources in WebAssembly), into build/wheels/ (skipped when the wheels and the
+    runtime are unchanged)."""
     out = ROOT / "build" / "wheels"
     stamp = out / ".bytecode"
-    digest = fingerprint(runtime / "pyodide.asm.wasm", runtime / "python_stdlib.zip", *wheels)
+    stdlib = runtime / "python_stdlib.zip"
+    digest = fingerprint(runtime / "pyodide.asm.wasm", stdlib, *wheels)
     compiled = [out / wheel.name for wheel in wheels]
-    if not (stamp.is_file() and stamp.read_text() == digest and all(path.is_file() for path in compiled)):
-        log("bytecode: compiling the wheels' modules in Pyodide")
+    done = [*compiled, out / stdlib.name]
+    if not (stamp.is_file() and stamp.read_text() == digest and all(path.is_file() for path in done)):
+        log("bytecode: compiling the wheels' modules and the standard library in Pyodide")
         shutil.rmtree(out, ignore_errors=True)
         with tempfile.TemporaryDirectory() as staging:
             # Copied out of the runtime folder first: given a wheel from inside that folder, the
             # confined Pyodide (Node's permission model) failed to load its own packages.
-            inputs = [Path(shutil.copy2(wheel, staging)) for wheel in wheels]
-            run([str(venv_python()), "-m", "cellar.site.bytecode", str(runtime), str(out), *map(str, inputs)])
+            inputs = [Path(shutil.copy2(path, staging)) for path in [*wheels, stdlib]]
+            command = [str(venv_python()), "-m", "cellar.site.bytecode", str(runtime), str(out)]
+            run([*command, *map(str, inputs[:-1]), "--stdlib", str(inputs[-1])])
         stamp.write_text(digest)
-    return compiled
+    return compiled, out / stdlib.name
 
 
 # --- site: the static site -----------------------------------------------------------------------
 
 
 def runtime_plan(
-    runtime: Path, lock: dict, wheels: list[Path], compiled: Mapping[str, Path]
+    runtime: Path, lock: dict, wheels: list[Path], compiled: Mapping[str, Path], stdlib: Path
 ) -> tuple[dict[str, Path], dict]:
-    """What site/ holds to run Python: the Pyodide files and the wheels, plus the site's own lock,
-    where a package of ``compiled`` (name -> its wheel with bytecode) is that wheel, by SHA-256."""
+    """What site/ holds to run Python: the Pyodide files (the standard library ``stdlib``, with its
+    bytecode) and the wheels, plus the site's own lock, where a package of ``compiled`` (name ->
+    its wheel with bytecode) is that wheel, by SHA-256."""
     plan = {f"pyodide/{name}": runtime / name for name in CORE_FILES}
+    plan["pyodide/python_stdlib.zip"] = stdlib
     shipped = package_closure(lock, SITE_PACKAGES)
     packages = {name: dict(lock["packages"][name]) for name in shipped}
     for name, entry in packages.items():
@@ -549,11 +555,11 @@ def step_site(corpus: Path = DEMO_ARCHIVE, gold: Path | None = None, rerender: b
     step_setup()
     runtime, lock = step_runtime()
     boot = [runtime / lock["packages"][name]["file_name"] for name in BYTECODE_PACKAGES]
-    compiled = step_bytecode(runtime, [*step_wheel(), *boot])
+    compiled, stdlib = step_bytecode(runtime, [*step_wheel(), *boot])
     split = len(compiled) - len(boot)
     wheels = compiled[:split]
     bundles = step_js()
-    plan, site_lock = runtime_plan(runtime, lock, wheels, dict(zip(BYTECODE_PACKAGES, compiled[split:])))
+    plan, site_lock = runtime_plan(runtime, lock, wheels, dict(zip(BYTECODE_PACKAGES, compiled[split:])), stdlib)
     written = sum(sync_file(source, SITE / relative) for relative, source in plan.items())
     written += write_if_changed(SITE / "pyodide/pyodide-lock.json", json.dumps(site_lock, indent=1))
     manifest = {

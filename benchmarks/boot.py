@@ -17,7 +17,7 @@ from pathlib import Path
 from playwright.sync_api import sync_playwright
 
 from cellar.site.server import serve_in_background
-from chromium import CHROMIUM_ARGS, bare_site
+from chromium import CHROMIUM_ARGS, bare_site, stock_runtime
 
 ROOT = Path(__file__).resolve().parent.parent
 STAGES = ("runtime", "packages", "cellar", "ready")
@@ -58,8 +58,7 @@ def main() -> int:
     if not (site / "build.json").exists():
         print("build the site first: python3 build.py site", file=sys.stderr)
         return 1
-    with bare_site(site) as bare_root:
-        # The bare page uses the site's own runtime files.
+    with bare_site(stock_runtime(site)) as bare_root:
         cellar_server, bare_server = serve_in_background(site), serve_in_background(bare_root)
         cellar_url = f"http://127.0.0.1:{cellar_server.server_port}/"
         bare_url = f"http://127.0.0.1:{bare_server.server_port}/bare.html"

@@ -1,12 +1,16 @@
 """What the browser benchmarks share: Chromium's flags, waiting in a page, the bare reference page.
 
 The reference in every browser benchmark is a bare page that only boots Pyodide and numpy in a
-worker (benchmarks/pages), served from a temporary folder that links to the site's own runtime,
-so both pages load the same files.
+worker (benchmarks/pages), served from a temporary folder that links to Pyodide as distributed:
+the runtime build.py downloaded and checked, before the site added bytecode to its standard
+library and to NumPy (cellar.site.bytecode). search_page.py also times the bare page on the
+site's own runtime, so that what the bytecode alone gains is seen apart.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -23,13 +27,23 @@ from tests.browser.conftest import wait_for as _wait_for  # noqa: E402
 PAGES = Path(__file__).resolve().parent / "pages"
 
 
+def stock_runtime(site: Path) -> Path:
+    """Pyodide as distributed, of the version the site runs: the folder build.py downloaded it into
+    ($CELLAR_CACHE or ~/.cache/cellar, as build.py's ``runtime_dir``)."""
+    version = json.loads((site / "build.json").read_text())["pyodide_version"]
+    folder = Path(os.environ.get("CELLAR_CACHE") or Path.home() / ".cache" / "cellar") / f"pyodide-{version}"
+    if not (folder / "pyodide.asm.wasm").is_file():
+        raise SystemExit(f"{folder}: Pyodide {version} is not there; build the site first (python3 build.py site)")
+    return folder
+
+
 @contextmanager
-def bare_site(site: Path) -> Iterator[Path]:
-    """A temporary folder with the bare page (bare.html) and the site's runtime."""
+def bare_site(runtime: Path) -> Iterator[Path]:
+    """A temporary folder with the bare page (bare.html) and the Pyodide runtime in ``runtime``."""
     with tempfile.TemporaryDirectory() as root:
         for name in ("bare.html", "bare.js", "bare-worker.js"):
             (Path(root) / name).write_bytes((PAGES / name).read_bytes())
-        (Path(root) / "pyodide").symlink_to(site / "pyodide")
+        (Path(root) / "pyodide").symlink_to(runtime)
         yield Path(root)
 
 

@@ -9,8 +9,10 @@ Time to first result: the page opened with ?q=<question>, until its answer is dr
 from navigation start), cold (a fresh browser context: empty HTTP cache, no service worker) and
 warm: two reloads in the same context once the service worker has cached the site (the first
 from its cache; by the second Chromium has also cached the compiled WebAssembly). The reference
-is a bare page that only loads Pyodide and numpy in a worker (benchmarks/pages), measured in the
-same run, interleaved; the ratio says what search adds on top of the runtime itself.
+is a bare page that only loads Pyodide and numpy, as distributed, in a worker (benchmarks/pages),
+measured in the same run, interleaved; the ratio says what search adds on top of the runtime
+itself. The same bare page on the site's runtime (its standard library and NumPy with bytecode,
+cellar.site.bytecode) is timed too ("bare here"), so that what the bytecode gains shows apart.
 
 Bytes: what the server sent (response bodies) for requests that started before the first result
 was drawn, in the cold run. Latency: every gold question through window.cellar.search in a warm
@@ -42,7 +44,7 @@ import psutil  # installed with the dask extra (distributed needs it)
 from playwright.sync_api import sync_playwright
 
 from cellar.site.server import SiteRequestHandler
-from chromium import CHROMIUM_ARGS, bare_site, service_worker_ready, site_around, wait_for
+from chromium import CHROMIUM_ARGS, bare_site, service_worker_ready, site_around, stock_runtime, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT_MS = 180_000
@@ -209,7 +211,11 @@ def main() -> int:
         return 1
     demo_gold = ROOT / "demo" / "gold.jsonl"
     corpus_gold = args.corpus.parent / "gold" / "dev.jsonl"
-    with bare_site(site) as bare_root, tempfile.TemporaryDirectory() as temporary:
+    with (
+        bare_site(stock_runtime(site)) as bare_root,
+        bare_site(site / "pyodide") as bare_here,
+        tempfile.TemporaryDirectory() as temporary,
+    ):
         sites = {"demo": (site, json.loads(demo_gold.read_text().splitlines()[0])["query"], gold_queries(demo_gold))}
         gold = corpus_gold if corpus_gold.is_file() else None
         queries = gold_queries(gold) if gold else ["friction factor of a pipe"]
@@ -227,17 +233,18 @@ def main() -> int:
             asked = gold_queries(args.gold) if args.gold else queries
             sites[name] = (site_around(site, into), asked[0], asked)
         servers = {name: serve(root) for name, (root, _, _) in sites.items()}
-        bare_server = serve(Path(bare_root))
-        runs = {name: [] for name in [*sites, "bare"]}
+        bare_server, bare_here_server = serve(Path(bare_root)), serve(Path(bare_here))
+        runs = {name: [] for name in [*sites, "bare", "bare here"]}
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=args.chromium, args=CHROMIUM_ARGS)
             for _ in range(args.rounds):  # interleaved, so drift on the machine hits all alike
                 for name, (_, query, _) in sites.items():
                     runs[name].append(cellar_round(browser, servers[name], query))
                 runs["bare"].append(bare_round(browser, bare_server))
+                runs["bare here"].append(bare_round(browser, bare_here_server))
             latency = {name: latencies(browser, servers[name], queries) for name, (_, _, queries) in sites.items()}
             browser.close()
-        for server in [*servers.values(), bare_server]:
+        for server in [*servers.values(), bare_server, bare_here_server]:
             server.shutdown()
             server.server_close()
 
@@ -247,7 +254,8 @@ def main() -> int:
     print(f"Time to first result, median of {args.rounds} rounds (s from navigation start)")
     columns = ("cold", "reload 1", "reload 2")
     print(f"{'':8} " + " ".join(f"{c:>9}" for c in columns) + f" {'cold/bare':>10} {'warm/bare':>10} {'MB before':>10}")
-    print(f"{'bare':8} " + " ".join(f"{median('bare', c) / 1000:9.2f}" for c in columns))
+    for name in ("bare", "bare here"):
+        print(f"{name:8} " + " ".join(f"{median(name, c) / 1000:9.2f}" for c in columns))
     for name in sites:
         print(
             f"{name:8} "
@@ -255,7 +263,9 @@ def main() -> int:
             + f" {median(name, 'cold') / median('bare', 'cold'):9.2f}x"
             f" {median(name, 'reload 2') / median('bare', 'reload 2'):9.2f}x {median(name, 'bytes') / 1e6:10.2f}"
         )
-    print("warm: the second reload; MB: sent by the server before the first result, cold")
+    print("bare: Pyodide + numpy as distributed (the reference); bare here: the same page on the site's runtime")
+    print("(its standard library and NumPy with bytecode); warm: the second reload; MB: sent by the server")
+    print("before the first result, cold")
     print("questions: " + "; ".join(f"{name} {query!r}" for name, (_, query, _) in sites.items()))
     print("\nSearch latency in the page (ms; window.cellar.search, k=5; python = timings_ms.total), and the")
     print(f"kB the server sent per question; memory (MB) after {MEMORY_AFTER} questions: renderer PSS, and")

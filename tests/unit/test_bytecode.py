@@ -1,5 +1,6 @@
 """cellar.site.bytecode: a wheel comes back with checked-hash bytecode beside each module, listed
-in its RECORD, and an interpreter that unpacks it imports the bytecode rather than the source."""
+in its RECORD, and an interpreter that unpacks it imports the bytecode rather than the source;
+a standard library zip comes back with each module's bytecode where zipimport finds it."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import zipfile
 
 import pytest
 
-from cellar.site.bytecode import with_bytecode
+from cellar.site.bytecode import stdlib_with_bytecode, with_bytecode
 
 SOURCES = {
     "tiny/__init__.py": "from tiny.words import shout\n",
@@ -90,3 +91,55 @@ def test_a_zip_that_is_not_a_wheel_is_refused():
         archive.writestr("tiny/__init__.py", "")
     with pytest.raises(ValueError, match="not a wheel"):
         with_bytecode(out.getvalue(), "tiny.zip")
+
+
+def _stdlib(sources: dict[str, str]) -> bytes:
+    """A zip of modules, laid out as Pyodide's python_stdlib.zip (sources at the top, packages as folders)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, text in sources.items():
+            archive.writestr(name, text)
+        archive.writestr("tiny/data.txt", "not a module")
+    return out.getvalue()
+
+
+def test_the_standard_library_gets_bytecode_beside_each_module_and_keeps_the_rest():
+    original = zipfile.ZipFile(io.BytesIO(_stdlib(SOURCES)))
+    compiled = zipfile.ZipFile(io.BytesIO(stdlib_with_bytecode(_stdlib(SOURCES))))
+    assert set(compiled.namelist()) == set(original.namelist()) | {"tiny/__init__.pyc", "tiny/words.pyc"}
+    for name in original.namelist():
+        assert compiled.read(name) == original.read(name)
+    for name, text in SOURCES.items():
+        pyc = compiled.read(name[:-3] + ".pyc")
+        assert pyc[:4] == importlib.util.MAGIC_NUMBER
+        assert int.from_bytes(pyc[4:8], "little") == 0b11  # hash-based, checked (PEP 552)
+        assert pyc[8:16] == importlib.util.source_hash(text.encode())
+    assert stdlib_with_bytecode(_stdlib(SOURCES)) == stdlib_with_bytecode(_stdlib(SOURCES))
+
+
+def test_zipimport_takes_the_standard_librarys_bytecode_and_never_a_stale_one(tmp_path):
+    """As for a wheel: the bytecode, made to say something else while keeping the source's hash,
+    is what an import from the zip runs; once the source in the zip changes, the source is."""
+    import marshal
+
+    other = compile("def shout(word):\n    return 'from bytecode'\n", "tiny/words.py", "exec")
+
+    def shout(sources: dict[str, str]) -> str:
+        compiled = zipfile.ZipFile(io.BytesIO(stdlib_with_bytecode(_stdlib(SOURCES))))
+        archive = tmp_path / "python_stdlib.zip"
+        with zipfile.ZipFile(archive, "w") as out:
+            for name in compiled.namelist():
+                data = compiled.read(name)
+                if name == "tiny/words.pyc":
+                    data = data[:16] + marshal.dumps(other)
+                out.writestr(name, sources[name] if name in sources else data)
+        code = f"import sys; sys.path.insert(0, {str(archive)!r}); import tiny; print(tiny.shout('ballast'))"
+        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+
+    assert shout(SOURCES) == "from bytecode"
+    assert shout({**SOURCES, "tiny/words.py": SOURCES["tiny/words.py"] + "# edited\n"}) == "BALLAST!"
+
+
+def test_a_standard_library_module_that_does_not_compile_is_named():
+    with pytest.raises(ValueError, match=r"python_stdlib.zip: tiny/broken.py does not compile"):
+        stdlib_with_bytecode(_stdlib({**SOURCES, "tiny/broken.py": "def (:\n"}))
