@@ -58,7 +58,7 @@ def main() -> int:
     if not (site / "build.json").exists():
         print("build the site first: python3 build.py site", file=sys.stderr)
         return 1
-    with bare_site(stock_runtime(site)) as bare_root:
+    with bare_site(stock_runtime()) as bare_root:
         cellar_server, bare_server = serve_in_background(site), serve_in_background(bare_root)
         cellar_url = f"http://127.0.0.1:{cellar_server.server_port}/"
         bare_url = f"http://127.0.0.1:{bare_server.server_port}/bare.html"

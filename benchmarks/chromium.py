@@ -9,8 +9,6 @@ site's own runtime, so that what the bytecode alone gains is seen apart.
 
 from __future__ import annotations
 
-import json
-import os
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -18,7 +16,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # one place for Chromium's flags and the CSP-proof wait: the browser tests'
+sys.path.insert(0, str(ROOT))  # build.py's runtime folder, and the browser tests' Chromium flags and CSP-proof wait
+from build import runtime_dir  # noqa: E402  (build.py's own: where it keeps the runtime it checked)
 from tests.browser.conftest import CHROMIUM_ARGS as CHROMIUM_ARGS  # noqa: E402  (the benchmarks import it from here)
 from tests.browser.conftest import service_worker_ready as service_worker_ready  # noqa: E402
 from tests.browser.conftest import site_around as site_around  # noqa: E402
@@ -27,13 +26,11 @@ from tests.browser.conftest import wait_for as _wait_for  # noqa: E402
 PAGES = Path(__file__).resolve().parent / "pages"
 
 
-def stock_runtime(site: Path) -> Path:
-    """Pyodide as distributed, of the version the site runs: the folder build.py downloaded it into
-    ($CELLAR_CACHE or ~/.cache/cellar, as build.py's ``runtime_dir``)."""
-    version = json.loads((site / "build.json").read_text())["pyodide_version"]
-    folder = Path(os.environ.get("CELLAR_CACHE") or Path.home() / ".cache" / "cellar") / f"pyodide-{version}"
+def stock_runtime() -> Path:
+    """Pyodide as distributed: the folder build.py downloaded and checked it into."""
+    folder = runtime_dir()
     if not (folder / "pyodide.asm.wasm").is_file():
-        raise SystemExit(f"{folder}: Pyodide {version} is not there; build the site first (python3 build.py site)")
+        raise SystemExit(f"{folder}: Pyodide is not there; build the site first (python3 build.py site)")
     return folder
 
 

@@ -61,7 +61,7 @@ def main() -> int:
         print("build the site first: python3 build.py site", file=sys.stderr)
         return 1
     runs: dict[str, list] = {"lesson cold": [], "lesson warm": [], "bare cold": [], "bare warm": []}
-    with bare_site(stock_runtime(site)) as bare_root:
+    with bare_site(stock_runtime()) as bare_root:
         lesson_server, bare_server = serve_in_background(site), serve_in_background(bare_root)
         lesson_url = f"http://127.0.0.1:{lesson_server.server_port}/lesson.html?lesson=01-passages"
         bare_url = f"http://127.0.0.1:{bare_server.server_port}/bare.html"

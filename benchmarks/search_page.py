@@ -212,7 +212,7 @@ def main() -> int:
     demo_gold = ROOT / "demo" / "gold.jsonl"
     corpus_gold = args.corpus.parent / "gold" / "dev.jsonl"
     with (
-        bare_site(stock_runtime(site)) as bare_root,
+        bare_site(stock_runtime()) as bare_root,
         bare_site(site / "pyodide") as bare_here,
         tempfile.TemporaryDirectory() as temporary,
     ):

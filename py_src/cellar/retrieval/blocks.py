@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from cellar.retrieval.quantities import UNITS, asked_families, families_of_noun, stated_families, unit_word_families
+from cellar.retrieval.sources import rows_within
 
 EVIDENCE_WEIGHT = 0.5
 QUANTITY_WEIGHT = 1.0
@@ -192,9 +193,9 @@ def order_blocks(
     asks_scope = bool(set(terms) & {term for word in ASKS_SCOPE for term in analyse(word)})
     wanted = set(terms) - dropped
     n = len(records)
-    rows_of = {term: _rows_holding(postings(term), start, start + n) for term in wanted}
+    rows_of = {term: frozenset(rows_within(postings(term), start, start + n).tolist()) for term in wanted}
     held = [{term for term, rows in rows_of.items() if start + i in rows} for i in range(n)]
-    frequency = {term: sum(term in block for block in held) for term in wanted}
+    frequency = {term: len(rows) for term, rows in rows_of.items()}
     weight = {term: math.log(1 + n / df) for term, df in frequency.items() if 0 < df < n}
     total = sum(weight.values())
     fused = dict(chunks)
@@ -210,15 +211,6 @@ def order_blocks(
             scored.append((row, fused.get(row, 0.0) + own))
     scored.sort(key=lambda chunk: (-chunk[1], chunk[0]))
     return scored
-
-
-def _rows_holding(found: tuple[np.ndarray, ...] | None, start: int, end: int) -> frozenset[int]:
-    """The rows in ``[start, end)`` (one document's blocks) of a term's postings ``found`` (rows
-    ascending first; None: no row holds the term)."""
-    if found is None:
-        return frozenset()
-    rows = found[0]
-    return frozenset(rows[np.searchsorted(rows, start) : np.searchsorted(rows, end)].tolist())
 
 
 def announces(record: Mapping[str, Any], titled: bool) -> bool:

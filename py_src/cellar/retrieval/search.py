@@ -69,7 +69,7 @@ from cellar.retrieval.context import TEXT_LIMIT, section_context
 from cellar.retrieval.embedding import StaticModel
 from cellar.retrieval.filters import Filters
 from cellar.retrieval.index import Index
-from cellar.retrieval.sources import MemorySource, ShardSource, cosines
+from cellar.retrieval.sources import MemorySource, ShardSource, cosines, rows_within
 
 DEPTH = 50  # chunks taken from each ranker
 DENSE_WEIGHT = 0.03  # share of the dense ranker in a hybrid notebook score (see the docstring)
@@ -456,11 +456,7 @@ class Searcher:
         return self.source.postings(term) is not None
 
     def _in_notebook(self, term: str, entry: Mapping[str, Any]) -> bool:
-        postings = self.source.postings(term)
-        if postings is None:
-            return False
-        rows = postings[0]
-        return bool(np.any((rows >= entry["start"]) & (rows < entry["end"])))
+        return len(rows_within(self.source.postings(term), entry["start"], entry["end"])) > 0
 
     def _idf(self, term: str) -> float:
         """Lucene's idf of ``term`` from the archive's statistics (df: its postings' length)."""

@@ -31,6 +31,15 @@ def cosines(codes: np.ndarray, scales: np.ndarray, query_vectors: np.ndarray) ->
     return (np.max(dots, axis=1) * scales).astype(np.float32)
 
 
+def rows_within(postings: tuple[np.ndarray, ...] | None, start: int, end: int) -> np.ndarray:
+    """The rows in ``[start, end)`` (a notebook's or a document's chunks) of a term's postings
+    (rows ascending first, as both sources give them; None: the term is nowhere)."""
+    if postings is None:
+        return np.zeros(0, np.int64)
+    rows = postings[0]
+    return rows[np.searchsorted(rows, start) : np.searchsorted(rows, end)]
+
+
 class MemorySource:
     """An in-memory Index as a search source: every postings list and every vector at hand, so
     the dense ranker is exact (the reference the shard's clustered search is measured against)."""
