@@ -85,7 +85,7 @@ client.open().then(
       box.nextElementSibling.textContent = `${kind} (${facts.kinds[kind] ?? 0})`;
     }
     document.body.dataset.searchReady = "true";
-    // else after the first result, not competing with it
+    // with a question pending, they wait for its first answer (run), not competing with it
     if (!$("query").value.trim()) afterFirstAnswer();
   },
   (error) => { if (document.body.dataset.ready) failed(`The index could not be opened: ${error.message}`); },
