@@ -165,6 +165,8 @@ def test_cli_search_json_and_listing(demo_shard, capsys):
     assert len(result["notebooks"]) <= 2
     assert main(["search", str(demo_shard), "forepeak tank volume", "--year-from", "2020"]) in (0, 3)
     assert "17-042" not in capsys.readouterr().out
+    assert main(["search", str(demo_shard), "forepeak tank volume", "--k", "0"]) == 2
+    assert capsys.readouterr().err == "cellar search: --k must be at least 1\n"
 
 
 def test_demo_ballast_question_finds_the_notebook_and_its_table(demo_shard, capsys):

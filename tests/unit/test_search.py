@@ -141,6 +141,40 @@ def test_filters_change_results(small):
         Filters(kinds=("picture",))
 
 
+def test_the_options_a_page_sends_are_the_same_filters():
+    """window.cellar.search(query, options) sends the filters as JSON: null, "" and [] are no filter."""
+    page = {"k": 3, "year_from": 2016, "year_to": None, "project": "", "kinds": ["table"], "include_deprecated": False,
+            "sources": [], "fields": {"machine": "T2-0457", "fault": ""}}  # fmt: skip
+    assert Filters.of_options(page) == Filters(year_from=2016, kinds=("table",), fields=(("machine", "T2-0457"),))
+    assert Filters.of_options({}) == Filters()
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ({"year_from": "2017"}, "year_from: a whole year"),
+        ({"year_to": 2017.5}, "year_to: a whole year"),
+        ({"year_from": True}, "year_from: a whole year"),
+        ({"kinds": "code"}, "kinds: a list of strings"),  # not the kinds c, o, d and e
+        ({"kinds": ["picture"]}, "unknown chunk kind"),
+        ({"sources": "records"}, "sources: a list of strings"),
+        ({"project": 17042}, "project: a string or null"),
+        ({"include_deprecated": "yes"}, "include_deprecated: true or false"),
+        ({"fields": "machine=T2"}, "fields: an object"),
+        ({"fields": {"machine": 457}}, "fields: an object"),
+    ],
+)
+def test_an_option_of_the_wrong_type_is_named(options, named):
+    with pytest.raises(ValueError, match=named):
+        Filters.of_options(options)
+
+
+@pytest.mark.parametrize("k", [0, -2, 2.5, "3", True])
+def test_k_is_a_whole_number_of_notebooks(small, k):
+    with pytest.raises(ValueError, match=f"k is the number of notebooks to return, 1 or more, not {k!r}"):
+        small.search("GZ curve stability", k=k)
+
+
 def test_deprecated_left_out_unless_asked(small):
     assert "old.ipynb" not in paths(small.search("superseded GZ calculation", k=5))
     assert "old.ipynb" in paths(
@@ -212,6 +246,17 @@ def test_words_the_archive_never_saw_are_left_to_the_dense_similarity(model):
     name = searcher.search("FFT of the oscillator in the Penmanshiel windpark", mode="hybrid")
     assert name["refused"] and name["evidence"]["known_coverage"] == 1.0
     assert "not close in meaning" in name["refusal_reason"]
+
+
+@pytest.mark.parametrize(
+    "pasted",
+    ["x" * 1_000_000, "noodstroomvermogen" * 50_000, "( " * 500_000],
+    ids=["one word", "one Dutch compound", "brackets"],
+)
+def test_a_pasted_megabyte_is_refused_not_hung(small, pasted):
+    """A page's question box takes whatever is pasted: a word a million letters long is looked at
+    in linear time (its Dutch compound tail was once sought at every cut: 14 s for 200,000)."""
+    assert small.search(pasted, k=3)["refused"] is True
 
 
 def test_refusal_rule_on_evidence():

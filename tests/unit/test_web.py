@@ -165,6 +165,18 @@ def test_search_asks_once_for_the_fragments_it_needs_then_answers_as_the_searche
     assert len(list((shard / "notebooks").iterdir())) < len(index.notebooks)
 
 
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ({"year": 2017}, r"unknown search option\(s\) \['year'\]"),  # a misspelt filter is no filter at all
+        ({"kinds": "table"}, "search option kinds: a list of strings"),
+    ],
+)
+def test_search_names_a_bad_option_before_it_opens_anything(tmp_path, options, named):
+    with pytest.raises(ValueError, match=named):
+        bridge.search("ballast tank volumes", options, str(tmp_path / "no shard"))
+
+
 def test_the_catalogue_offers_the_tables_filters_from_its_columns():
     """Years, projects (with their first notebook's title), sources in their order and the records'
     fields but the date, from the notebook table's columns."""

@@ -83,6 +83,8 @@ def open_searcher(shard: str, model_dir: str, nprobe: int | None = None) -> Sear
 
 def run(args: argparse.Namespace) -> int:
     try:
+        if args.k < 1:
+            raise ValueError("--k must be at least 1")
         searcher = open_searcher(args.shard, args.model)
         filters = filters_of(args)
     except (OSError, ValueError) as error:

@@ -7,6 +7,8 @@ kind bitmask, all columns of the notebook table (``cellar.retrieval.table``).
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +42,41 @@ class Filters:
         if strange:
             raise ValueError(f"unknown source(s) {strange}; choose from {list(SOURCES)}")
 
+    @classmethod
+    def of_options(cls, options: Mapping[str, Any]) -> Filters:
+        """The filters of a search's options as JSON gives them (the page's, the bridge's: a key
+        per field, each optional; null, "" and [] mean no filter), each checked for its type: a
+        ValueError names the option and what it takes rather than failing later, or filtering
+        on something else (``"kinds": "code"`` read as the kinds c, o, d and e)."""
+
+        def whole(name: str) -> int | None:
+            value = options.get(name)
+            if value is None or (type(value) is int):
+                return value
+            raise ValueError(f"search option {name}: a whole year or null, not {value!r}")
+
+        def text(name: str) -> str | None:
+            value = options.get(name)
+            if value is None or isinstance(value, str):
+                return value or None
+            raise ValueError(f"search option {name}: a string or null, not {value!r}")
+
+        def names(name: str) -> tuple[str, ...]:
+            value = options.get(name) or []
+            if isinstance(value, list) and all(isinstance(item, str) for item in value):
+                return tuple(value)
+            raise ValueError(f"search option {name}: a list of strings, not {value!r}")
+
+        deprecated, pairs = options.get("include_deprecated", False), options.get("fields") or {}
+        if not isinstance(deprecated, bool):
+            raise ValueError(f"search option include_deprecated: true or false, not {deprecated!r}")
+        if not (isinstance(pairs, dict) and all(isinstance(v, str | None) for v in pairs.values())):
+            raise ValueError(f"search option fields: an object of field names and string values, not {pairs!r}")
+        return cls(
+            whole("year_from"), whole("year_to"), text("project"), text("path_prefix"), names("kinds"), deprecated,
+            names("sources"), tuple((str(key), value) for key, value in pairs.items() if value),
+        )  # fmt: skip
+
     def mask(self, table: NotebookTable) -> np.ndarray:
         """Per entry of ``table``, whether the filters let it in. Each test runs on a column's
         distinct values (``NotebookTable.where``), not on 41,000 entries made one by one."""
@@ -70,3 +107,6 @@ class Filters:
             and (self.year_from is None or year >= self.year_from)
             and (self.year_to is None or year <= self.year_to)
         )
+
+
+OPTIONS = tuple(field.name for field in dataclasses.fields(Filters))  # the filters' keys in a search's options

@@ -188,6 +188,8 @@ class Searcher:
         ``needs`` names the notebooks whose records ``answer`` will read."""
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; choose from {list(MODES)}")
+        if type(k) is not int or k < 1:
+            raise ValueError(f"k is the number of notebooks to return, 1 or more, not {k!r}")
         filters = filters or Filters()
         # A tab asks again once it has fetched the top notebooks' containers (NeedFiles): the
         # fusion of that first round is kept for the second, not computed twice.

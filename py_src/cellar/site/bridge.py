@@ -228,22 +228,18 @@ def search(query: str, options: Mapping[str, Any], shard_dir: str) -> dict[str, 
     notebook its figure's description as `figure` (plain text, cellar.rerender.figures), which
     the page shows under the plot's code.
     """
-    from cellar.retrieval.search import Filters
+    from cellar.retrieval.filters import OPTIONS, Filters
     from cellar.retrieval.shard import NeedFiles
 
+    if not isinstance(query, str) or not isinstance(options, Mapping):
+        raise ValueError("search takes a question (a string) and its options (an object)")
+    unknown = sorted(set(options) - {"k", "mode", *OPTIONS})
+    if unknown:  # a misspelt filter would otherwise be no filter at all
+        raise ValueError(f"unknown search option(s) {unknown}; choose from {['k', 'mode', *OPTIONS]}")
+    filters = Filters.of_options(options)
     searcher, shard = _opened(shard_dir)
-    filters = Filters(
-        year_from=options.get("year_from"),
-        year_to=options.get("year_to"),
-        project=options.get("project") or None,
-        path_prefix=options.get("path_prefix") or None,
-        kinds=tuple(options.get("kinds") or ()),
-        include_deprecated=bool(options.get("include_deprecated")),
-        sources=tuple(options.get("sources") or ()),
-        fields=tuple((str(key), str(value)) for key, value in (options.get("fields") or {}).items() if value),
-    )
     try:
-        ranking = searcher.rank(query, int(options.get("k", 3)), filters, options.get("mode", "hybrid"))
+        ranking = searcher.rank(query, options.get("k", 3), filters, options.get("mode", "hybrid"))
         answer = searcher.answer(ranking)
     except NeedFiles as need:
         return {"fetch": need.names}
