@@ -51,7 +51,7 @@ class Filters:
 
         def whole(name: str) -> int | None:
             value = options.get(name)
-            if value is None or (type(value) is int):
+            if value is None or type(value) is int:  # not a bool, not 2017.0
                 return value
             raise ValueError(f"search option {name}: a whole year or null, not {value!r}")
 

@@ -221,7 +221,8 @@ def search(query: str, options: Mapping[str, Any], shard_dir: str) -> dict[str, 
 
     options: k (notebooks, default 3), mode (hybrid | bm25 | dense), year_from, year_to,
     project, path_prefix, kinds (list), include_deprecated, sources (list: notebook, document,
-    clauses, records), fields ({key: value} of a record's structured fields). Each hit and neighbourhood entry
+    clauses, records), fields ({key: value} of a record's structured fields); an unknown option,
+    or one of the wrong type, is a ValueError naming it. Each hit and neighbourhood entry
     gets `marks` ([start, end] character ranges of its text that hold a query term), and a
     table hit the chunk's searched text as `table` (the expression that made it, a Markdown
     table and a summary sentence), which the page draws as a table; a plot hit of a re-rendered
