@@ -251,6 +251,9 @@ BILLION_LAUGHS = (
         ("g.records.csv", b"machine,date\nT2,2017\n", "an id column (id or note_id) and a text column"),
         ("h.records.csv", b"id,text\nA,x\nA,y\n", "note A appears twice (lines 2 and 3)"),
         ("i.records.jsonl", b'{"id": "A", "text": "x"}\n[1, 2]\n', "line 2 is not a JSON object"),
+        ("j.clauses.json", b"[" * 100_000 + b"]" * 100_000, "JSON nested too deeply for this reader"),
+        ("k.records.jsonl", b'{"id": "A", "text": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n",
+         "line 1: JSON nested too deeply for this reader"),
     ],
 )  # fmt: skip
 def test_malformed_files_are_refused_naming_the_file_and_the_problem(name, data, problem):
@@ -258,6 +261,19 @@ def test_malformed_files_are_refused_naming_the_file_and_the_problem(name, data,
         extract(data, f"archive/{name}")
     assert str(caught.value).startswith(f"archive/{name}: ")
     assert problem in str(caught.value)
+
+
+def test_a_word_package_that_unpacks_past_the_file_limit_is_refused_before_python_docx_opens_it(monkeypatch):
+    """A ZIP bomb: the sizes its members state are summed first (zipfile reads no further)."""
+    import cellar.ingest.documents.word as word
+
+    small = WRITERS.docx_bytes([("Heading 1", "1 Scope"), ("Normal", "This report covers ballast.")])
+    unpacked = sum(member.file_size for member in zipfile.ZipFile(io.BytesIO(small)).infolist())
+    monkeypatch.setattr(word, "MAX_FILE_BYTES", unpacked - 1)
+    with pytest.raises(FileRefused, match=f"archive/r.docx: a Word package that unpacks to {unpacked:,} bytes"):
+        extract(small, "archive/r.docx")
+    monkeypatch.setattr(word, "MAX_FILE_BYTES", unpacked)
+    assert extract(small, "archive/r.docx").blocks
 
 
 # -- chunks ---------------------------------------------------------------------------------------

@@ -224,6 +224,8 @@ def hostile_archive(archive: Path) -> set[str]:
         json.dumps(notebook()).replace('"execution_count": 1', '"execution_count": ' + "1" * 4500)
     )
     (archive / os.fsdecode(b"caf\xe9.ipynb")).write_text(json.dumps(notebook()))
+    (archive / "deep.clauses.json").write_text("[" * 100_000 + "]" * 100_000)
+    (archive / "deep.records.jsonl").write_text('{"id": "A", "text": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
     return {
         "fifo.ipynb",
         "zero.ipynb",
@@ -233,6 +235,8 @@ def hostile_archive(archive: Path) -> set[str]:
         "deep.ipynb",
         "int.ipynb",
         "caf\\xe9.ipynb",
+        "deep.clauses.json",
+        "deep.records.jsonl",
     }
 
 
@@ -261,7 +265,7 @@ def test_the_chunk_command_reports_every_hazard_and_finishes(archive, capsys):
 def test_the_rerender_batch_lists_the_same_names_and_reads_them_safely(archive):
     expected = hostile_archive(archive)
     found = {os.path.relpath(path, archive) for path in find_notebooks(archive)}
-    names = {name for name in expected if "\\" not in name and not name.endswith(".md")}
+    names = {name for name in expected if "\\" not in name and not name.endswith((".md", ".json", ".jsonl"))}
     assert found == {"good.ipynb", os.fsdecode(b"caf\xe9.ipynb")} | names
 
 

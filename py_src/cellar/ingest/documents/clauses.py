@@ -96,6 +96,8 @@ def clauses_from_json(data: bytes, path: str) -> Extracted:
         raw = json.loads(data.decode("utf-8-sig"))
     except (UnicodeDecodeError, ValueError) as error:
         raise FileRefused(path, f"not JSON ({error})") from None
+    except RecursionError:
+        raise FileRefused(path, "JSON nested too deeply for this reader") from None
     if not isinstance(raw, dict) or not isinstance(raw.get("articles"), list) or not raw["articles"]:
         raise FileRefused(path, 'not a clause collection: a JSON object with a non-empty "articles" array is needed')
     clauses = tuple(_json_clause(item, path, f"articles[{n}]", 1) for n, item in enumerate(raw["articles"]))

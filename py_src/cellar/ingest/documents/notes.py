@@ -55,6 +55,8 @@ def records_from_jsonl(data: bytes, path: str) -> Extracted:
             row = json.loads(line)
         except ValueError as error:
             raise FileRefused(path, f"line {number} is not JSON ({error})") from None
+        except RecursionError:
+            raise FileRefused(path, f"line {number}: JSON nested too deeply for this reader") from None
         if not isinstance(row, dict):
             raise FileRefused(path, f"line {number} is not a JSON object")
         header.update(dict.fromkeys(row))

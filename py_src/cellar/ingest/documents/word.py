@@ -18,7 +18,7 @@ import re
 import zipfile
 from typing import Any
 
-from cellar.ingest.discovery import FileRefused
+from cellar.ingest.discovery import MAX_FILE_BYTES, FileRefused
 from cellar.ingest.documents.blocks import Extracted, Unit, assemble, first_heading, joined
 
 HEADING_STYLE = re.compile(r"heading (\d)", re.IGNORECASE)
@@ -61,8 +61,15 @@ def _check_package(data: bytes, path: str) -> None:
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as package:
             names = set(package.namelist())
+            unpacked = sum(member.file_size for member in package.infolist())
     except zipfile.BadZipFile:
         raise FileRefused(path, "not a Word document: a DOCX is a ZIP package and this is not one") from None
+    # A ZIP bomb is refused before python-docx unpacks it: the limit of any archive file. (zipfile
+    # reads a member no further than its stated size, so the sizes stated bound the memory.)
+    if unpacked > MAX_FILE_BYTES:
+        raise FileRefused(
+            path, f"a Word package that unpacks to {unpacked:,} bytes, over the limit of {MAX_FILE_BYTES:,}"
+        )
     if "word/document.xml" not in names:
         raise FileRefused(
             path, "not a Word document: a ZIP package without word/document.xml (another kind of file renamed .docx?)"
