@@ -286,3 +286,29 @@ def test_a_blob_that_is_a_fifo_or_a_link_out_of_the_store_is_refused_not_read(tm
             store.read(zero_id)
     with pytest.raises(vfs.BlobNotFound):
         store.read("sha256:" + "c" * 64)
+
+
+DEEP = "[" * 100_000 + "]" * 100_000  # nested past what Python's json reader recurses into
+
+
+def test_archive_settings_nested_too_deeply_are_errors_naming_the_file(archive, tmp_path, capsys):
+    """An archive's own settings (its path map, rerender.json, glossary.json) and a gold file:
+    each a clear error that names it, not a RecursionError's traceback."""
+    from cellar.rerender.report import Settings
+    from cellar.retrieval.evaluation import read_gold
+
+    (archive / "pathmap.json").write_text('{"a": ' + DEEP + "}")
+    with pytest.raises(vfs.PathMapError, match=f"{archive / 'pathmap.json'}: not a valid path map: maximum recursion"):
+        vfs.load_pathmap(archive / "pathmap.json")
+    (archive / "rerender.json").write_text('{"a": ' + DEEP + "}")
+    with pytest.raises(ValueError, match=f"{archive / 'rerender.json'}: maximum recursion"):
+        Settings.load(archive)
+    with pytest.raises(ValueError, match="gold.jsonl:2: not a gold question"):
+        read_gold(['{"query": "q", "expect": []}', DEEP], "gold.jsonl")
+    (archive / "pathmap.json").unlink()
+    (archive / "rerender.json").unlink()
+    (archive / "glossary.json").write_text(DEEP)
+    assert main(["index", str(archive), "--out", str(tmp_path / "shard"), "--no-cache"]) == 2
+    assert capsys.readouterr().err.startswith(
+        f"cellar index: {archive / 'glossary.json'}: not valid JSON (maximum recursion"
+    )

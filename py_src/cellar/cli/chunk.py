@@ -20,6 +20,7 @@ import sys
 import warnings
 from collections import Counter
 
+from cellar.cli.files import json_file
 from cellar.ingest.chunking import chunk_file, coverage
 from cellar.ingest.discovery import find_documents
 from cellar.ingest.metadata import parse_rules
@@ -48,9 +49,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        rules = parse_rules(_read_json(args.rules)) if args.rules else ()
+        rules = parse_rules(json_file(args.rules)) if args.rules else ()
     except (OSError, ValueError) as error:
-        print(f"cellar chunk: --rules {args.rules}: {error}", file=sys.stderr)
+        print(f"cellar chunk: --rules: {error}", file=sys.stderr)
         return 2
     files = []
     rejected = 0
@@ -95,11 +96,6 @@ def run(args: argparse.Namespace) -> int:
     if args.stats:
         print(_coverage_line(combine(parts)), file=sys.stderr)
     return 1 if rejected else 0
-
-
-def _read_json(name: str) -> object:
-    with open(name, encoding="utf-8") as handle:
-        return json.load(handle)
 
 
 def _report(message: str, progress: bool) -> None:

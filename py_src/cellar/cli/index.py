@@ -49,6 +49,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from cellar.cli.files import json_file
 from cellar.cli.progress import Progress
 from cellar.ingest.metadata import parse_rules
 from cellar.ingest.scheduler import check_scheduler
@@ -108,9 +109,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        rules = parse_rules(_json(args.rules)) if args.rules else ()
+        rules = parse_rules(json_file(args.rules)) if args.rules else ()
         glossary_file = args.glossary or archive_glossary(args.corpus)
-        glossary = _json(glossary_file) if glossary_file else None
+        glossary = json_file(glossary_file) if glossary_file else None
         if glossary is not None and not isinstance(glossary, dict):
             raise ValueError("the glossary must be a JSON object of abbreviation -> expansion")
         gold = (
@@ -197,11 +198,6 @@ def archive_glossary(corpus: str) -> str | None:
     notes use), when --glossary names none; None when the archive has none."""
     path = Path(corpus) / GLOSSARY_FILE
     return str(path) if path.is_file() else None
-
-
-def _json(name: str) -> object:
-    with open(name, encoding="utf-8") as handle:
-        return json.load(handle)
 
 
 def default_cache(out: str) -> str:

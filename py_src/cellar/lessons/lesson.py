@@ -576,7 +576,7 @@ def _data_problems(files: Mapping[str, str]) -> list[str]:
         if name.endswith(".json"):
             try:
                 json.loads(text)
-            except json.JSONDecodeError as error:
+            except (ValueError, RecursionError) as error:  # not JSON, or nested too deeply
                 problems.append(f"{name}: not valid JSON: {error}")
     return problems
 

@@ -56,7 +56,7 @@ class Settings:
         try:
             data = json.loads(text)
             settings = cls(**{**data, "sanitizers": tuple(map(tuple, data.get("sanitizers", ())))})
-        except (ValueError, TypeError, AttributeError) as error:
+        except (ValueError, TypeError, AttributeError, RecursionError) as error:  # RecursionError: nested too deeply
             raise ValueError(f"{source}: {error}") from None
         compare.compile_sanitizers(settings.sanitizers)  # fails early, naming a bad regex
         return settings

@@ -527,12 +527,16 @@ def load_pathmap(path: str | PathLike[str]) -> PathMap:
     """Read and validate a pathmap.json; PathMapError names the file and what is wrong."""
     source = os.fspath(path)
     with open(source, "rb") as handle:
-        raw = handle.read()
+        return parse_pathmap(handle.read(), source)
+
+
+def parse_pathmap(raw: bytes, source: str = PATHMAP_FILE) -> PathMap:
+    """A pathmap.json's bytes, validated; PathMapError names `source` and what is wrong."""
     try:
         data = json.loads(raw.decode("utf-8"), object_pairs_hook=_unique_keys)
     except UnicodeDecodeError as error:
         raise PathMapError(f"{source}: not UTF-8 text ({error.reason} at byte {error.start})") from None
-    except ValueError as error:  # json.JSONDecodeError or a duplicate key
+    except (ValueError, RecursionError) as error:  # not JSON, a duplicate key, nested too deeply
         raise PathMapError(f"{source}: not a valid path map: {error}") from None
     return PathMap.from_dict(data, source)
 

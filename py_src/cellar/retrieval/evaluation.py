@@ -42,7 +42,7 @@ def read_gold(lines: Iterable[str], where: str = "gold") -> list[dict[str, Any]]
             row = json.loads(line)
             if not isinstance(row["query"], str) or not isinstance(row["expect"], list):
                 raise TypeError("query must be a string and expect a list")
-        except (ValueError, KeyError, TypeError) as error:
+        except (ValueError, KeyError, TypeError, RecursionError) as error:  # RecursionError: nested too deeply
             raise ValueError(f"{where}:{number}: not a gold question ({error})") from None
         rows.append(row)
     return rows

@@ -375,11 +375,9 @@ def _tab_environment(requirements: str | None, lock_file: str) -> Any:
 
 
 def _pathmap(text: str | None) -> Any:
-    import json
-
     from cellar.rerender import vfs
 
-    return vfs.PathMap.from_dict(json.loads(text), vfs.PATHMAP_FILE) if text else vfs.PathMap.empty()
+    return vfs.parse_pathmap(text.encode("utf-8")) if text else vfs.PathMap.empty()
 
 
 def _settings(text: str | None) -> Any:
