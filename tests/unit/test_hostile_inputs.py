@@ -210,6 +210,9 @@ def test_a_text_past_the_limit_is_cut_with_a_warning(archive, monkeypatch):
     assert all(caught_warning.category is NotebookWarning for caught_warning in caught)
     assert max(chunk.end for chunk in chunked.chunks + document.chunks) <= 1000
     assert any(chunk.cell == 1 for chunk in chunked.chunks)
+    # the document is one paragraph the cut runs through: indexed up to the cut, not left empty
+    assert max(chunk.end for chunk in document.chunks) == 999
+    assert document.document["blocks"][-1]["end"] == 1000
 
 
 def hostile_archive(archive: Path) -> set[str]:

@@ -107,10 +107,13 @@ def chunk_document(data: bytes, path: str, rules: Sequence[Rule] = ()) -> Chunke
     maker = ChunkMaker(path, revision(data), {**meta, "source": extracted.source})
     maker.start_document(extracted.text)
     text = _cut(path, "the text", extracted.text)
+    # Blocks past the cut are left out; one the cut runs through is kept up to the cut (a file
+    # that is one long paragraph or table is indexed as far as the warning says, not left empty).
+    blocks = tuple(replace(b, end=min(b.end, len(text))) for b in extracted.blocks if b.start < len(text))
+    extracted = replace(extracted, blocks=blocks)
     place = "source" if extracted.format in ("markdown", "text") else "extracted"
-    for block in extracted.blocks:
-        if block.end <= len(text):
-            _block(maker, text, block, place, extracted.designation)
+    for block in blocks:
+        _block(maker, text, block, place, extracted.designation)
     view = document_view(path, maker.revision, extracted, text)
     return Chunked(tuple(maker.chunks), dict(maker.skipped), text, extracted.title, view)
 

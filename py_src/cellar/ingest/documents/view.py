@@ -23,12 +23,10 @@ VERSION = 1
 
 
 def document_view(path: str, file_revision: str, extracted: Extracted, text: str) -> dict[str, Any]:
-    """The published view of the document `path` (its `text` as indexed: the extracted text, cut
-    where the index cuts it; blocks past the cut are left out, as the index leaves them out)."""
+    """The published view of the document `path`: its `text` and `extracted`'s blocks as indexed
+    (the extracted text cut where the index cuts it, and the blocks within it)."""
     blocks = []
     for block in extracted.blocks:
-        if block.end > len(text):
-            continue
         described: dict[str, Any] = {
             "kind": block.kind,
             "start": block.start,
