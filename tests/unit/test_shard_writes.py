@@ -134,6 +134,22 @@ def test_an_older_plain_shard_folder_is_replaced_and_another_folder_is_refused(t
     assert (keep / "notes.txt").read_text() == "precious"
 
 
+@pytest.mark.parametrize("place", ["a file", "a folder of something else"])
+def test_an_output_that_is_no_place_for_a_shard_is_refused_before_the_build(tmp_path, capsys, place):
+    source = corpus(tmp_path / "c", ["ballast_v4.ipynb"])
+    out = tmp_path / "out"
+    if place == "a file":
+        out.write_text("precious")
+    else:
+        out.mkdir()
+        (out / "notes.txt").write_text("precious")
+    assert main(["index", str(source), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"cellar index: {out}: ") and err.rstrip().endswith("not replaced")
+    assert "notebooks" not in err  # refused before any notebook was read
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["c", "out"]  # no cache, no lock left beside it
+
+
 def test_a_second_writer_is_refused_with_status_2(tmp_path, model, capsys):
     source = corpus(tmp_path / "c", ["ballast_v4.ipynb"])
     out = tmp_path / "shard"

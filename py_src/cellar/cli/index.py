@@ -58,7 +58,7 @@ from cellar.retrieval.evaluation import calibrate, read_gold
 from cellar.retrieval.index import build_index_from_directory
 from cellar.retrieval.publish import shard_lock, write_shard
 from cellar.retrieval.search import Searcher
-from cellar.retrieval.shard import ShardBusy, ShardError
+from cellar.retrieval.shard import ShardError
 
 GLOSSARY_FILE = "glossary.json"  # an archive's own glossary, at its root
 
@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         with shard_lock(args.out):  # held from the start: a second writer is refused at once
             return _index(args, model, rules, glossary, gold)
-    except ShardBusy as error:
+    except ShardError as error:  # another writer holds it (ShardBusy), or it is no place for a shard
         print(f"cellar index: {error}", file=sys.stderr)
         return 2
     except OSError as error:

@@ -48,14 +48,17 @@ def _places(directory: Path) -> tuple[Path, Path]:
 def shard_lock(directory: str | os.PathLike[str]) -> Iterator[None]:
     """Hold the write lock of the shard at ``directory`` (``flock`` on ``.<name>.lock`` beside
     it), or raise ShardBusy naming the process that holds it. The kernel drops the lock when its
-    holder exits, however it exits, so a killed writer never leaves the shard locked."""
+    holder exits, however it exits, so a killed writer never leaves the shard locked. A place
+    that ``write_shard`` would refuse to replace (a file, a folder holding something else) is a
+    ShardError at once, before a build spends its minutes."""
+    directory = Path(directory)
+    versions, lock = _places(directory)
+    _current_version(directory, versions)
     try:
         import fcntl
     except ImportError:  # no flock here (Windows): one writer at a time is the user's to keep
         yield
         return
-    directory = Path(directory)
-    _, lock = _places(directory)
     lock.parent.mkdir(parents=True, exist_ok=True)
     descriptor = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
     try:
