@@ -214,6 +214,11 @@ def test_refusal_names_what_is_missing_and_the_closest(small):
     assert "the closest is" in reason
 
 
+def test_a_refusal_names_the_missing_words_as_the_question_wrote_them(small):
+    reason = small.search("salary of the CEO", k=3)["refusal_reason"]
+    assert "no cell or output mentions salary, CEO;" in reason  # not the analysed `salari`, `ceo`
+
+
 def test_words_the_archive_never_saw_are_left_to_the_dense_similarity(model):
     """A Dutch question on an English notebook, without the Dutch -> English table: its Dutch
     words occur in no chunk, so they count as missing and BM25 alone refuses; with the dense ranker, a notebook holding every query

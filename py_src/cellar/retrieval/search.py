@@ -483,7 +483,7 @@ class Searcher:
             if words & VALUE_WORDS or any(NUMBER.match(w) for w in words)
             else "no cell or output mentions"
         )
-        missing = ", ".join(evidence["missing"][:6]) or query
+        missing = ", ".join(self._said(query, evidence["missing"])[:6]) or query
         reason = f"looked for {query!r}: {source} {missing}"
         if shown:
             best = shown[0]
@@ -496,6 +496,18 @@ class Searcher:
             if similarity is not None and similarity < self.thresholds_for(evidence)["min_similarity"]:
                 reason += f" but is not close in meaning (similarity {similarity:.2f})"
         return reason
+
+    def _said(self, query: str, terms: Sequence[str]) -> list[str]:
+        """The question's own words behind the analysed ``terms`` (`salary`, `CEO`; not the stems
+        `salari`, `ceo`), in the question's order; a term no single word gives (a translation's)
+        is named as it is."""
+        wanted, said = set(terms), {}
+        for word in re.findall(r"[\w'-]+", query):
+            found = wanted.intersection(self.analyzer.terms(word))
+            if found:
+                said[word] = None
+                wanted -= found
+        return [*said, *(term for term in terms if term in wanted)]
 
     def _notebook(
         self,
