@@ -146,8 +146,9 @@ function sourceFilters(sources, fields) {
       element("option", { value: "", textContent: "any" }),
       ...fields[key].map((value) => element("option", { value, textContent: value })));
     select.dataset.field = key;
+    const name = key.replaceAll("_", " ");  // fault_code -> "Fault code", as the other filters' labels
     return element("div", { className: "filter" },
-      element("label", { htmlFor: `field-${key}`, textContent: key.replaceAll("_", " ") }), select);
+      element("label", { htmlFor: `field-${key}`, textContent: name[0].toUpperCase() + name.slice(1) }), select);
   }));
 }
 
