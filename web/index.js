@@ -252,9 +252,13 @@ function notebookCard(notebook, rank) {
     meta.project && `project ${meta.project}`,
     meta.year && `year ${meta.year}`,
     meta.author && meta.author,
+    // a service note's structured fields: machine T2-0457 · fault code E217 · ...
+    ...Object.entries(meta.fields ?? {}).filter(([key]) => key !== "date").map(([key, value]) => `${key.replaceAll("_", " ")} ${value}`),
   ].filter(Boolean).join(" · ");
+  // The status is a notebook's re-render verdict (clean, drifted, stale, unchecked); a document
+  // (meta.source) is never re-run, so it has none to show.
   const badges = element("span", { className: "statuses" },
-    element("span", { className: `status status-${notebook.status}`, textContent: notebook.status }),
+    meta.source ? null : element("span", { className: `status status-${notebook.status}`, textContent: notebook.status }),
     meta.deprecated ? element("span", { className: "status status-deprecated", textContent: "deprecated" }) : null);
   const first = notebook.hits[0];
   return element("article", { className: "notebook" },
@@ -262,7 +266,7 @@ function notebookCard(notebook, rank) {
       rank ? element("span", { className: "rank", textContent: `${rank}. ` }) : null,
       element("a", { href: viewerUrl(notebook, first), textContent: notebook.title || notebook.path })),
     element("p", { className: "path" }, element("code", { textContent: notebook.path })),
-    element("p", { className: "meta" }, facts ? `${facts} · ` : "", badges),
+    element("p", { className: "meta" }, facts, facts && badges.childElementCount ? " · " : "", badges),
     notebook.warning ? element("p", { className: "warning", role: "note", textContent: notebook.warning }) : null,
     notebook.note ? element("p", { className: "note muted small", textContent: notebook.note }) : null,
     element("ol", { className: "hits", ariaLabel: `Passages of ${notebook.title || notebook.path}` },
