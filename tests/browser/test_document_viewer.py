@@ -76,7 +76,9 @@ def test_a_note_hit_opens_the_notes_with_its_fields(page, site_url, screenshot):
     hits = page.locator("#notebooks .hit a.cite", has_text="T2-2017-04411")
     expect(hits.first).to_be_visible()
     card = page.locator("#notebooks article.notebook", has=page.locator("h3", has_text="T2-2017-04411")).first
-    expect(card.locator(".meta")).to_have_text("year 2017 · customer Noordkaap Shipping · fault code E217 · machine T2-0457")
+    expect(card.locator(".meta")).to_have_text(
+        "year 2017 · customer Noordkaap Shipping · fault code E217 · machine T2-0457"
+    )
     expect(card.locator(".status")).to_have_count(0)  # a note is never re-run: no re-render status
     hits.first.click()
     wait_for(page, "document.body.dataset.rendered === 'true'", timeout=BOOT_TIMEOUT_MS)

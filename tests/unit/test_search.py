@@ -326,6 +326,15 @@ def demo(model):
     return Searcher(build_index_from_directory(DEMO, model).index, model)
 
 
+@pytest.mark.parametrize(
+    "question", ["how many ballast pumps does the report recommend", "Hoeveel ballastpompen heeft het schip"]
+)
+def test_a_how_many_question_is_answered_not_refused_for_its_asking_word(demo, question):
+    """`many` and `Hoeveel` are no word an archive holds: counted as missing they refused these."""
+    answer = demo.search(question, k=3)
+    assert not answer["refused"], answer["refusal_reason"]
+
+
 def test_a_kind_filter_shows_that_kind_but_judges_the_whole_notebook(demo):
     """The ballast question with only tables asked for answers with the ballast table: its table
     alone is far less close in meaning to the question than the notebook's prose (the best

@@ -56,22 +56,26 @@ _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[^\W\d_A-Z]+|[A-Z]+|\d+")
 # NLTK's stop lists for English and Dutch (both from the Snowball project's), without the
 # fragments of contractions (``don``, ``re``, ``s``, ``t``, ``m``, ``d`` ...): the tokeniser splits
 # ``don't`` anyway, and those fragments are also variables and units (``Re``, ``m``, ``s``, ``d``).
+# With the question words they lack, so that a question's asking words are never what it asks
+# for (nor a missing word its refusal counts): English has what, which, when, where, why and how,
+# but not many and much (``how many pumps``); Dutch has wat, wie and hoe, but not welk(e), waar,
+# wanneer, waarom and hoeveel (``Welke diepgang``, ``Hoeveel pompen``).
 STOP_WORDS: dict[str, frozenset[str]] = {
     "english": frozenset(
         """a about above after again against all am an and any are as at be because been before being
         below between both but by can did do does doing down during each few for from further had has
-        have having he her here hers herself him himself his how i if in into is it its itself just me more
-        most my myself no nor not now of off on once only or other our ours ourselves out over own same
+        have having he her here hers herself him himself his how i if in into is it its itself just many me
+        more most much my myself no nor not now of off on once only or other our ours ourselves out over own same
         she should so some such than that the their theirs them themselves then there these they this
         those through to too under until up very was we were what when where which while who whom why
         will with you your yours yourself yourselves""".split()
     ),
     "dutch": frozenset(
         """aan al alles als altijd andere ben bij daar dan dat de der deze die dit doch doen door dus een
-        eens en er ge geen geweest haar had heb hebben heeft hem het hier hij hoe hun iemand iets ik in is
+        eens en er ge geen geweest haar had heb hebben heeft hem het hier hij hoe hoeveel hun iemand iets ik in is
         ja je kan kon kunnen maar me meer men met mij mijn moet na naar niet niets nog nu of om omdat onder
-        ons ook op over reeds te tegen toch toen tot u uit uw van veel voor want waren was wat werd wezen
-        wie wil worden wordt zal ze zelf zich zij zijn zo zonder zou""".split()
+        ons ook op over reeds te tegen toch toen tot u uit uw van veel voor waar waarom wanneer want waren was
+        wat welk welke werd wezen wie wil worden wordt zal ze zelf zich zij zijn zo zonder zou""".split()
     ),
 }
 LANGUAGES = tuple(STOP_WORDS)
