@@ -501,7 +501,8 @@ class Searcher:
         """The question's own words behind the analysed ``terms`` (`salary`, `CEO`; not the stems
         `salari`, `ceo`), in the question's order; a term no single word gives (a translation's)
         is named as it is."""
-        wanted, said = set(terms), {}
+        wanted = set(terms)
+        said: dict[str, None] = {}  # the words, in order, each once
         for word in re.findall(r"[\w'-]+", query):
             found = wanted.intersection(self.analyzer.terms(word))
             if found:
