@@ -49,6 +49,15 @@ def test_refuses_a_directory_without_a_site(tmp_path):
     assert "no index.html" in result.stderr and str(tmp_path) in result.stderr
 
 
+@pytest.mark.parametrize("port", ["99999", "-1", "http"])
+def test_a_port_that_is_none_is_named(site, port):
+    result = subprocess.run(
+        [sys.executable, "-m", "cellar", "serve", str(site), "--port", port], capture_output=True, text=True
+    )
+    assert result.returncode == 2
+    assert f"argument --port: a port number from 0 to 65535, not '{port}'" in result.stderr
+
+
 def test_every_response_carries_the_policy_and_nosniff(served):
     for page in ("", "viewer.html", "lesson.html", "build.json", "pyodide/pyodide.mjs"):
         headers, _ = fetch(served + page)

@@ -13,9 +13,20 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("serve", help="serve a built site locally")
     parser.add_argument("site", type=Path, metavar="SITE_DIR")
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--port", type=port, default=8000, help="0 picks a free one (default 8000)")
     parser.add_argument("--verbose", action="store_true", help="log every request")
     parser.set_defaults(func=run)
+
+
+def port(text: str) -> int:
+    """A TCP port number from the command line (argparse's type)."""
+    try:
+        number = int(text)
+    except ValueError:
+        number = -1
+    if not 0 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"a port number from 0 to 65535, not {text!r}")
+    return number
 
 
 def run(args: argparse.Namespace) -> int:
