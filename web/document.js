@@ -10,7 +10,7 @@
 
 import { startCellar } from "./cellar-client.js";
 import { registerOffline } from "./offline.js";
-import { $, bootStatus, element } from "./ui.js";
+import { $, bootStatus, element, fieldName } from "./ui.js";
 
 const SHARD_DIR = "/shard";
 const params = new URLSearchParams(location.search);
@@ -123,7 +123,7 @@ function blockItem(view, block, number, isCited) {
   if (block.fields) {
     const fields = element("dl", { className: "facts note-fields" });
     for (const [key, value] of Object.entries(block.fields)) {
-      fields.append(element("dt", { textContent: key.replaceAll("_", " ") }), element("dd", { textContent: String(value) }));
+      fields.append(element("dt", { textContent: fieldName(key) }), element("dd", { textContent: String(value) }));
     }
     item.append(fields);
   }

@@ -9,7 +9,7 @@ import { startCellar } from "./cellar-client.js";
 import { searchClient } from "./search-client.js";
 import { registerOffline } from "./offline.js";
 import { renderTable } from "./bundles/notebook.js";
-import { $, element, STAGE_NAMES } from "./ui.js";
+import { $, element, fieldName, STAGE_NAMES } from "./ui.js";
 
 const STAGES = { ...STAGE_NAMES.en, ready: "Ready" };  // ready here: the index is open too
 // Share of the progress bar at the start of each stage, and a stage's usual length (ms) on a
@@ -146,7 +146,7 @@ function sourceFilters(sources, fields) {
       element("option", { value: "", textContent: "any" }),
       ...fields[key].map((value) => element("option", { value, textContent: value })));
     select.dataset.field = key;
-    const name = key.replaceAll("_", " ");  // fault_code -> "Fault code", as the other filters' labels
+    const name = fieldName(key);  // "Fault code", written as the other filters' labels are
     return element("div", { className: "filter" },
       element("label", { htmlFor: `field-${key}`, textContent: name[0].toUpperCase() + name.slice(1) }), select);
   }));
@@ -248,12 +248,13 @@ function refusal(answer) {
 function notebookCard(notebook, rank) {
   const meta = notebook.meta ?? {};
   const id = `nb-${rank ?? "closest"}`;
+  // a service note's structured fields (its date is its year): fault code E217 · machine T2-0457
+  const fields = Object.entries(meta.fields ?? {}).filter(([key]) => key !== "date");
   const facts = [
     meta.project && `project ${meta.project}`,
     meta.year && `year ${meta.year}`,
     meta.author && meta.author,
-    // a service note's structured fields: machine T2-0457 · fault code E217 · ...
-    ...Object.entries(meta.fields ?? {}).filter(([key]) => key !== "date").map(([key, value]) => `${key.replaceAll("_", " ")} ${value}`),
+    ...fields.map(([key, value]) => `${fieldName(key)} ${value}`),
   ].filter(Boolean).join(" · ");
   // The status is a notebook's re-render verdict (clean, drifted, stale, unchecked); a document
   // (meta.source) is never re-run, so it has none to show.

@@ -3,6 +3,9 @@
 
 export const $ = (id) => document.getElementById(id);
 
+// A record's structured field as words (fault_code -> "fault code"): a card, a filter, a note.
+export const fieldName = (key) => key.replaceAll("_", " ");
+
 // A new element with `properties` set and `children` appended (null and undefined skipped).
 export function element(tag, properties = {}, ...children) {
   const node = Object.assign(document.createElement(tag), properties);
