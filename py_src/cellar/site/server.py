@@ -16,11 +16,14 @@ attachment, in a sandbox.
 from __future__ import annotations
 
 import functools
+import os
 import posixpath
 import threading
+from http import HTTPStatus
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from os import PathLike
-from urllib.parse import unquote, urlsplit
+from typing import Any
+from urllib.parse import urlsplit
 
 # The policy of every page. Scripts only from the site itself (no inline script, no eval) and
 # WebAssembly compilation for Pyodide; fetches, images (besides data: and blob: URIs, which the
@@ -75,10 +78,27 @@ class SiteRequestHandler(SimpleHTTPRequestHandler):
         ".npy": "application/octet-stream",
     }
 
+    # A connection that sends nothing for this long is closed, so idle or half-sent requests do
+    # not hold a thread each for ever.
+    timeout = 60
+
     def is_data(self) -> bool:
-        """Whether the request names a file under one of `DATA_FOLDERS`."""
-        parts = posixpath.normpath(unquote(urlsplit(self.path).path)).split("/")
-        return len(parts) > 1 and parts[1] in DATA_FOLDERS
+        """Whether the request names a file under one of `DATA_FOLDERS`: judged on the file the
+        request is served from (``translate_path``, which drops empty and dot segments), so that
+        no spelling of the URL (``/%2Farchive/...``, ``/./archive``) reaches one as a page; by its
+        folder's name casefolded, for file systems that ignore case. An error sent before the
+        request line was read names no file."""
+        if not hasattr(self, "path"):
+            return False
+        served = os.path.relpath(self.translate_path(self.path), self.directory)
+        return served.split(os.sep)[0].casefold() in DATA_FOLDERS
+
+    def send_head(self) -> Any:
+        """A path with a NUL byte is a bad request (no file has one; ``open`` would raise)."""
+        if "\0" in self.translate_path(self.path):
+            self.send_error(HTTPStatus.BAD_REQUEST, "NUL byte in the path")
+            return None
+        return super().send_head()
 
     def guess_type(self, path: str | PathLike[str]) -> str:
         if self.is_data():
@@ -96,7 +116,7 @@ class SiteRequestHandler(SimpleHTTPRequestHandler):
             self.send_header("Content-Security-Policy", DATA_POLICY)
             self.send_header("Content-Disposition", "attachment")
         else:
-            page = posixpath.basename(urlsplit(self.path).path) or "index.html"
+            page = posixpath.basename(urlsplit(getattr(self, "path", "/")).path) or "index.html"
             self.send_header("Content-Security-Policy", content_security_policy(page))
         super().end_headers()
 
