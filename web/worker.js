@@ -43,16 +43,19 @@ function remove(root, names) {
 
 // Python here runs learners' code (and, in re-render mode, an archive notebook), and Pyodide's
 // `js` module hands it this worker's globals. Origin storage goes before any of it runs: the
-// offline copy (CacheStorage) holds what the pages trust as the site's own files, and IndexedDB
-// is origin storage too. Neither is used here. (The page's policy keeps the worker's fetches on
-// the site and lets it start no worker from a blob: or data: URL, where these would come back.)
+// offline copy (CacheStorage) holds what the pages trust as the site's own files, and IndexedDB,
+// the origin private file system (navigator.storage) and storage buckets (each with caches,
+// IndexedDB and a file system of its own) are origin storage too. None is used here. (The page's
+// policy keeps the worker's fetches on the site and lets it start no worker from a blob: or
+// data: URL, where these would come back.)
 remove(self, ["caches", "indexedDB"]);
+remove(self.navigator, ["storage", "storageBuckets"]);
 
 // The re-render worker keeps nothing a notebook could use to reach out. What the browser
 // enforces is the page's Content-Security-Policy (inherited by the worker: connect-src, worker-src
 // and script-src 'self', no eval) and the worker's own lifetime (terminated after the run); these
 // deletions are a second layer, made before Python starts: every request API, every channel to
-// other contexts of the origin, origin storage, and nested workers. The page's channel back
+// other contexts of the origin (Web Locks among them), origin storage, and nested workers. The page's channel back
 // (postMessage) is kept, privately: Python finds no `postMessage` to forge a result with.
 const WAYS_OUT = [
   "XMLHttpRequest", "WebSocket", "WebSocketStream", "WebTransport", "EventSource", "importScripts",
@@ -64,7 +67,7 @@ const post = self.postMessage.bind(self);
 let siteFetch = null;  // the boot's loader (re-render mode): the site's runtime and wheels only
 let sealed = false;
 if (RERENDER) {
-  remove(self.navigator, ["sendBeacon", "storage", "serviceWorker"]);
+  remove(self.navigator, ["sendBeacon", "serviceWorker", "locks"]);
   remove(self, WAYS_OUT);
   // In a module worker importScripts always throws a TypeError; Pyodide tells a worker from
   // other hosts by its presence (and then falls back to import()), so a stub that refuses stays.

@@ -556,6 +556,7 @@ def test_the_offline_copy_keeps_only_what_the_build_listed(watch, hostile_url):
 PROBE = """
 import js
 print("caches", hasattr(js, "caches"), "indexedDB", hasattr(js, "indexedDB"))
+print("storage", hasattr(js.navigator, "storage"), "buckets", hasattr(js.navigator, "storageBuckets"))
 for what, attempt in [
     ("eval", lambda: js.eval("1")),
     ("function", lambda: js.Function.new("return 1")),
@@ -575,8 +576,9 @@ def test_python_in_the_tab_reaches_no_origin_storage_no_eval_and_no_other_host(w
     seen.page.evaluate("() => window.cellar.ready")
     result = seen.page.evaluate("(code) => cellar.call('cellar.site.bridge', 'run_code', code)", PROBE)
     assert result["error"] is None, result
-    assert result["stdout"].split("\n")[:4] == [
+    assert result["stdout"].split("\n")[:5] == [
         "caches False indexedDB False",
+        "storage False buckets False",
         "eval refused",
         "function refused",
         "xhr refused",

@@ -126,6 +126,8 @@ PROBES: list[tuple[str, str, str]] = [
     ("self.caches.keys", "sync", "return REAL.self.caches.keys()"),
     ("indexedDB.open", "sync", "return REAL.indexedDB.open('cellar-probe')"),
     ("origin private file system", "sync", "return REAL.navigator.storage.getDirectory()"),
+    ("storage bucket", "sync", "return REAL.navigator.storageBuckets.open('cellar-probe')"),
+    ("Web Locks", "sync", "return REAL.navigator.locks.query()"),
     ("serviceWorker.register", "sync", "return REAL.navigator.serviceWorker.register('sw.js?build=probe')"),
     ("BroadcastChannel", "sync", "return REAL.BroadcastChannel.new('cellar').postMessage('forged')"),
     (
