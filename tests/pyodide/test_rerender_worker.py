@@ -6,10 +6,13 @@ the same outputs; and the host's file copies in and out of Pyodide that carry it
 from __future__ import annotations
 
 import hashlib
+import json
 import zipfile
 
 import pytest
+from tests.unit.conftest import notebook
 
+from cellar.cli import main
 from cellar.rerender.batch import Worker, site_runtime
 from cellar.rerender.pyodide_host import PyodideError, PyodideHost
 
@@ -86,3 +89,33 @@ def test_every_worker_orders_sets_of_strings_alike(site):
         with PyodideHost(site / "pyodide", packages=[]) as host:
             answers.append(host.run(code))
     assert answers[0] == answers[1]
+
+
+# Lines a notebook writes on the Node process's stdout, where the host reads the worker's replies:
+# for every request id a reply the host cannot use, a broken one, and a result that is not one.
+FORGER = r"""
+import js, json
+MARK = "\x1ecellar-host "
+for request in range(20):
+    js.globalThis.process.stdout.write(MARK + "{not json\n")
+    js.globalThis.process.stdout.write(MARK + json.dumps({"id": request}) + "\n")
+    js.globalThis.process.stdout.write(MARK + json.dumps({"id": request, "ok": True, "value": json.dumps(json.dumps({"cells": []}))}) + "\n")
+"""
+
+
+def test_a_notebook_that_forges_the_workers_reply_is_stale_and_the_batch_goes_on(site, tmp_path):
+    archive, out = tmp_path / "archive", tmp_path / "out"
+    archive.mkdir()
+    (archive / "forger.ipynb").write_text(notebook(FORGER))
+    (archive / "plain.ipynb").write_text(notebook("total = 1 + 1"))
+    status = main(["rerender", str(archive), "--out", str(out), "--site", str(site), "--workers", "1"])
+    report = {entry["path"]: entry for entry in json.loads((out / "report.json").read_text())["notebooks"]}
+    assert status == 0
+    assert report["forger.ipynb"]["status"] == "stale"
+    assert report["forger.ipynb"]["reason"] == (
+        "cannot be compared: the sandbox's result is malformed (its time taken is not a number); "
+        "the notebook may have forged it"
+    )
+    # The next notebook in that worker is reported too. (Which verdict it gets is the forger's
+    # doing: a well-formed forged reply cannot be told from a real one; README, "The boundary".)
+    assert report["plain.ipynb"]["revision"]

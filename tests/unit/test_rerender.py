@@ -14,7 +14,7 @@ from cellar.ingest.chunking import chunk_file
 from cellar.ingest.provenance import revision
 from cellar.rerender import environment, vfs
 from cellar.rerender.batch import find_notebooks, rerender
-from cellar.rerender.report import notebook_cwd, read_report, reason_key, summary
+from cellar.rerender.report import check_result, notebook_cwd, read_report, reason_key, summary
 from cellar.retrieval.embedding import default_model_dir, load_model
 from cellar.retrieval.index import build_index_from_directory
 from cellar.retrieval.search import Searcher
@@ -259,3 +259,29 @@ def test_a_notebook_newer_than_cellar_knows_keeps_its_version_and_cell_types():
         again = read_notebook(dump_notebook(fresh), "future.ipynb")
     assert [cell.cell_type for cell in again.cells] == ["future cell", "code"]
     assert again.cells[1].outputs[0].data == {"text/plain": "1"}
+
+
+@pytest.mark.parametrize(
+    ("result", "problem"),
+    [
+        ([], "not an object"),
+        ({"stopped": None, "seconds": 1.0}, "its cells are not objects with an execution count and a list of outputs"),
+        ({"cells": [{"outputs": []}], "stopped": None, "seconds": 1.0}, "its cells are not objects"),
+        ({"cells": [{"execution_count": "1", "outputs": []}], "stopped": None, "seconds": 1.0}, "its cells are not"),
+        ({"cells": [{"execution_count": 1, "outputs": ["text"]}], "stopped": None, "seconds": 1.0}, "its cells are"),
+        ({"cells": [], "stopped": 3, "seconds": 1.0}, "its reason for stopping is not text"),
+        ({"cells": []}, "its time taken is not a number"),
+        ({"cells": [], "stopped": None, "seconds": True}, "its time taken is not a number"),
+    ],
+)
+def test_a_sandbox_result_of_another_shape_is_refused_naming_what_is_wrong(result, problem):
+    # what a notebook that forges its worker's reply sends (tests/pyodide/test_rerender_worker.py)
+    with pytest.raises(ValueError, match="the sandbox's result is malformed") as raised:
+        check_result(result)
+    assert problem in str(raised.value)
+
+
+def test_a_sandbox_result_of_the_right_shape_passes():
+    check_result(
+        {"cells": [{"execution_count": None, "outputs": [{"output_type": "stream"}]}], "stopped": None, "seconds": 0}
+    )

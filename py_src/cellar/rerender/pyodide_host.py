@@ -318,8 +318,8 @@ class PyodideHost:
                 if not line.startswith(MARK):
                     sys.stderr.write(line)
                     continue
-                message = json.loads(line[len(MARK) :])
-                if message["id"] != request_id:
+                message = _message(line[len(MARK) :])
+                if message is None or message["id"] != request_id:
                     continue
                 if not message["ok"]:
                     raise PyodideError(message["error"])
@@ -342,3 +342,15 @@ class PyodideHost:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def _message(text: str) -> dict[str, Any] | None:
+    """A reply line's message, or None when it is not one: the code Pyodide runs (a notebook) can
+    write to the process's stdout too, and a line it forges must not stop the host."""
+    try:
+        message = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(message, dict) or type(message.get("id")) is not int or type(message.get("ok")) is not bool:
+        return None
+    return message if ("value" if message["ok"] else "error") in message else None

@@ -127,6 +127,7 @@ def judge(
     """Compare a sandbox run with the saved notebook: the fresh notebook (its metadata holding the
     status) and the report entry (status, reason, cell diffs, seconds). Pure: the build and the
     viewer's Re-render button both judge with it."""
+    check_result(result)
     draft = fresh_notebook(saved, result["cells"], {})
     fresh = read_notebook(dump_notebook(draft), saved.path)
     comparison = compare.compare_notebooks(saved, fresh, sanitizers, stopped=result["stopped"])
@@ -139,6 +140,33 @@ def judge(
         {**comparison.to_dict(), "reason": reason, "revision": saved.revision, "seconds": round(result["seconds"], 3)},
     )
     return fresh_notebook(saved, result["cells"], status), entry
+
+
+def check_result(result: Any) -> None:
+    """Raise ValueError unless `result` has the sandbox result's shape (module docstring). The
+    notebook ran in the sandbox it came from and can forge it (by patching the sandbox, or by
+    writing the worker's reply line itself), so the host checks it before judging: a forged or
+    broken result makes that notebook stale, never the batch fail."""
+    if not isinstance(result, dict):
+        problem = "not an object"
+    elif not isinstance(result.get("cells"), list) or not all(map(_is_run, result["cells"])):
+        problem = "its cells are not objects with an execution count and a list of outputs"
+    elif not isinstance(result.get("stopped"), (str, type(None))):
+        problem = "its reason for stopping is not text"
+    elif type(result.get("seconds")) not in (int, float):
+        problem = "its time taken is not a number"
+    else:
+        return
+    raise ValueError(f"the sandbox's result is malformed ({problem}); the notebook may have forged it")
+
+
+def _is_run(cell: Any) -> bool:
+    return (
+        isinstance(cell, dict)
+        and type(cell.get("execution_count", "")) in (int, type(None))
+        and isinstance(cell.get("outputs"), list)
+        and all(isinstance(output, dict) for output in cell["outputs"])
+    )
 
 
 def make_report(
