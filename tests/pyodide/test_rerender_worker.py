@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import zipfile
+from pathlib import Path
 
 import pytest
 from tests.unit.conftest import notebook
@@ -119,3 +120,49 @@ def test_a_notebook_that_forges_the_workers_reply_is_stale_and_the_batch_goes_on
     # The next notebook in that worker is reported too. (Which verdict it gets is the forger's
     # doing: a well-formed forged reply cannot be told from a real one; README, "The boundary".)
     assert report["plain.ipynb"]["revision"]
+
+
+# Half a line on the worker's stdout, then a loop that swallows the time limit's KeyboardInterrupt:
+# the host must not wait for the line's end. The user change clears the signal that ends Node
+# with `unshare` (where the worker runs as root: here and in CI).
+STUCK = r"""
+import js
+try:
+    js.globalThis.process.setuid(65534)
+except Exception:
+    pass
+js.globalThis.process.stdout.write("half a line")
+while True:
+    try:
+        while True:
+            pass
+    except KeyboardInterrupt:
+        pass
+"""
+
+
+def _nodes_of(uid):
+    found = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
+        except OSError:  # ended meanwhile
+            continue
+        if fields.get("Name", "").strip() == "node" and fields.get("Uid", "").split()[:1] == [str(uid)]:
+            found.append(status.parent.name)
+    return found
+
+
+def test_a_stuck_notebook_that_half_writes_a_line_is_stopped_and_leaves_no_process(site, tmp_path):
+    archive, out = tmp_path / "archive", tmp_path / "out"
+    archive.mkdir()
+    (archive / "rerender.json").write_text(json.dumps({"cell_timeout": 2, "notebook_timeout": 3}))
+    (archive / "a_stuck.ipynb").write_text(notebook(STUCK))
+    (archive / "b_plain.ipynb").write_text(notebook("total = 1 + 1"))
+    before = _nodes_of(65534)
+    status = main(["rerender", str(archive), "--out", str(out), "--site", str(site), "--workers", "1"])
+    report = {entry["path"]: entry for entry in json.loads((out / "report.json").read_text())["notebooks"]}
+    assert status == 0
+    assert report["a_stuck.ipynb"]["reason"].startswith("the worker did not answer within")
+    assert report["b_plain.ipynb"]["status"] == "clean"
+    assert _nodes_of(65534) == before, "the stuck worker outlived the batch"

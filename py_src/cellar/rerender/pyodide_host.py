@@ -37,7 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
@@ -272,6 +272,8 @@ class PyodideHost:
             start_new_session=True,  # no signal a notebook sends to its process group reaches ours
         )
         self._next_id = 0
+        self._received = bytearray()  # stdout as read, up to the line not yet complete
+        self._scanned = 0  # how much of it holds no line end
         self._read_reply(0, start_timeout)
         self.start_seconds = time.perf_counter() - started
 
@@ -307,25 +309,42 @@ class PyodideHost:
         with selectors.DefaultSelector() as selector:
             selector.register(stdout, selectors.EVENT_READ)
             while True:
+                for line in self._complete_lines():
+                    if not line.startswith(MARK):
+                        sys.stderr.write(line + "\n")
+                        continue
+                    message = _message(line[len(MARK) :])
+                    if message is None or message["id"] != request_id:
+                        continue
+                    if not message["ok"]:
+                        raise PyodideError(message["error"])
+                    return message["value"]
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0 or not selector.select(remaining):
                     self.close()
                     raise TimeoutError(f"Pyodide did not answer within {timeout} s")
-                line = stdout.readline()
-                if not line:
+                # Whatever has arrived, never a blocking read of a whole line: code in Pyodide
+                # can write half a line to stdout and loop, and the deadline must still hold.
+                data = os.read(stdout.fileno(), 1 << 20)
+                if not data:
                     code = self._process.wait()
                     raise PyodideExited(f"the Node process running Pyodide exited ({_exit_status(code)})")
-                if not line.startswith(MARK):
-                    sys.stderr.write(line)
-                    continue
-                message = _message(line[len(MARK) :])
-                if message is None or message["id"] != request_id:
-                    continue
-                if not message["ok"]:
-                    raise PyodideError(message["error"])
-                return message["value"]
+                self._received += data
+
+    def _complete_lines(self) -> Iterator[str]:
+        """The lines received whole, taken from the buffer one by one (a reply may be read while
+        the rest is left for the next request)."""
+        while (end := self._received.find(b"\n", self._scanned)) >= 0:
+            line = self._received[:end].decode("utf-8", errors="replace")
+            del self._received[: end + 1]
+            self._scanned = 0
+            yield line
+        self._scanned = len(self._received)
 
     def close(self) -> None:
+        """End the Node process: its stdin closed, then killed with its whole process group if it
+        lingers. The group, not the process alone: Node runs under `unshare`, and a notebook that
+        changes its user (process.setuid) clears the signal that would end Node with `unshare`."""
         if self._process.poll() is None and self._process.stdin is not None:
             try:
                 self._process.stdin.close()
@@ -334,8 +353,12 @@ class PyodideHost:
             try:
                 self._process.wait(timeout=5)
             except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
+                pass
+        try:
+            os.killpg(self._process.pid, signal.SIGKILL)  # its own session: start_new_session
+        except (ProcessLookupError, PermissionError):  # the group has ended already
+            pass
+        self._process.wait()
 
     def __enter__(self) -> PyodideHost:
         return self
