@@ -149,6 +149,19 @@ def test_the_model_is_read_only():
         notebook.cells[0].source = "changed"  # type: ignore[misc]
 
 
+def _v3_heading(level):
+    cell = {"cell_type": "heading", "level": level, "source": "Stability", "metadata": {}}
+    return json.dumps({"nbformat": 3, "nbformat_minor": 0, "metadata": {}, "worksheets": [{"cells": [cell]}]})
+
+
+def test_a_v3_heading_deeper_than_markdown_has_is_its_deepest_and_level_0_is_refused():
+    # nbformat writes `level` hashes: a 150-byte file asking for 10**12 must not ask for a terabyte
+    assert read_notebook(_v3_heading(10**12).encode(), "deep.ipynb").cells[0].source == "###### Stability"
+    assert read_notebook(_v3_heading(2).encode(), "two.ipynb").cells[0].source == "## Stability"
+    with pytest.raises(NotebookError, match=r"zero\.ipynb: .*level must be 1 or more, not 0"):
+        read_notebook(_v3_heading(0).encode(), "zero.ipynb")
+
+
 @pytest.mark.parametrize(
     ("name", "problem"),
     [

@@ -293,8 +293,11 @@ def _v3_cell(raw: Any, index: int) -> Cell:
     source = _lines(cell, "source", where, _v3_join)
     if cell_type == "heading":
         level = _get(cell, "level", int, where)
-        # The exact form nbformat's v3 -> v4 upgrade writes: one line after the hashes.
-        heading = "#" * level + " " + " ".join(source.splitlines())
+        if level < 1:
+            raise _Invalid(f"{where}.level must be 1 or more, not {level}")
+        # The form nbformat's v3 -> v4 upgrade writes: one line after the hashes; past Markdown's
+        # six levels as six (nbformat writes `level` hashes, which for 10**12 is a terabyte).
+        heading = "#" * min(level, 6) + " " + " ".join(source.splitlines())
         return Cell(index, "markdown", heading, (), metadata, {})
     if cell_type in ("markdown", "html"):
         return Cell(index, "markdown", source, (), metadata, {})
