@@ -19,6 +19,7 @@ from cellar.ingest.chunking import chunk_document, chunk_file, chunk_notebook, c
 from cellar.ingest.chunks import original_text
 from cellar.ingest.code_facts import code_facts, python_source
 from cellar.ingest.discovery import find_documents
+from cellar.ingest.documents.lines import markdown_units
 from cellar.ingest.metadata import document_meta, parse_rules
 from cellar.ingest.notebook import NotebookError, NotebookWarning, load_notebook, read_notebook
 from cellar.ingest.provenance import snapshot
@@ -172,6 +173,26 @@ def test_code_facts_names_definitions_imports_and_the_last_expression():
         source[at:].startswith(("import", "from", "class", "def", "with", "a,", "for", "total", "self"))
         for at, _ in facts.defines
     )
+
+
+def test_each_code_window_names_what_its_statements_define_and_import():
+    # many windows, with nested definitions and imports out of the code's order of lines
+    source = "".join(
+        f"def f{i}(x):\n    import m{i}\n    return x\n" if i % 3 else f"import top{i}\nv{i} = {i}\n"
+        for i in range(3000)
+    )
+    cell = {"cell_type": "code", "id": "c", "metadata": {}, "source": source, "outputs": [], "execution_count": 1}
+    notebook = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [cell]}
+    chunked = chunk_notebook(read_notebook(json.dumps(notebook).encode(), "m.ipynb"))
+    chunks = [c for c in chunked.chunks if c.kind == "code"]
+    facts = code_facts(source)
+    assert len(chunks) > 10
+    for n, chunk in enumerate(chunks):
+        for found, field in ((facts.defines, "defines"), (facts.imports, "imports")):
+            expected = list(
+                dict.fromkeys(name for at, name in found if (n == 0 or at >= chunk.start) and at < chunk.end)
+            )
+            assert chunk.meta.get(field, []) == expected, (n, field)
 
 
 def test_python_2_code_falls_back_to_a_line_based_guess():
@@ -517,3 +538,33 @@ def looks_like_pandas(text: str) -> bool:
         return True
     blocks = [block.split("\n") for block in re.split(r"\n\s*\n", text.strip("\n"))]
     return all(len(block) >= 2 and len({len(line) for line in block}) == 1 for block in blocks)
+
+
+@pytest.mark.parametrize(
+    ("line", "heading"),
+    [
+        ("## Ballast volumes ##  ", (2, "Ballast volumes")),
+        ("# Title#", (1, "Title#")),
+        ("# C# and F#", (1, "C# and F#")),
+        ("### a <b>bold</b> `x` *y* ###\r\n", (3, "a bold x y")),
+        ("####### seven", None),
+        ("#hashtag", None),
+        ("    # indented code", None),
+    ],
+)
+def test_atx_headings_are_read_as_commonmark_reads_them(line, heading):
+    assert headings(line) == ([] if heading is None else [(0, *heading)])
+    units = markdown_units(line)
+    assert [(u.level, u.title) for u in units if u.kind == "heading"] == ([] if heading is None else [heading])
+
+
+def test_hostile_heading_lines_are_read_in_one_pass():
+    # Found by a hostile archive: a lazy regular expression backtracked over 100,000 spaces (minutes
+    # per line), and a run of "<" was scanned to its end from each one; both with a long table row.
+    spaces = "# a" + " " * 100_000 + "x\n\nbody text\n"
+    assert headings(spaces) == [(0, 1, "a x")]
+    assert [u.title for u in markdown_units(spaces) if u.kind == "heading"] == ["a x"]
+    less_than = "# " + "<" * 400_000 + "\n\nbody\n"
+    assert headings(less_than) == [(0, 1, "<" * 400_000)]
+    row = "|" * 50_000 + " " * 50_000 + "x"
+    assert [u.kind for u in markdown_units(row)] == ["paragraph"]

@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import re
 import warnings
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
@@ -35,6 +36,7 @@ from cellar.ingest.code_facts import CodeFacts, code_facts
 from cellar.ingest.discovery import read_document
 from cellar.ingest.documents.blocks import Block, search_prefix
 from cellar.ingest.documents.extract import extract
+from cellar.ingest.documents.lines import atx_heading, heading_title
 from cellar.ingest.documents.notes import record_year
 from cellar.ingest.documents.view import document_view
 from cellar.ingest.metadata import Rule, document_meta
@@ -60,9 +62,7 @@ ABOVE_WORDS = 60  # how much of the Markdown above describes a plot
 # `cellar.ingest.discovery.MAX_FILE_BYTES`.
 MAX_TEXT_CHARS = 2_000_000
 
-ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*\r?\n?")
 SETEXT = re.compile(r" {0,3}(=+|-+)[ \t]*\r?\n?")
-TAG = re.compile(r"<[^>]*>")
 
 
 # -- notebooks ------------------------------------------------------------------------------------
@@ -249,22 +249,18 @@ def headings(markdown: str) -> list[tuple[int, int, str]]:
         elif stripped.startswith(("```", "~~~")):
             fence = stripped[:3]
             previous = None
-        elif atx := ATX.fullmatch(line):
-            title = _title(atx[2] or "")
+        elif atx := atx_heading(line):
+            title = heading_title(atx[1])
             if title:
-                found.append((offset, len(atx[1]), title))
+                found.append((offset, atx[0], title))
             previous = None
         elif previous and SETEXT.fullmatch(line):
-            found.append((previous[0], 1 if stripped[0] == "=" else 2, _title(previous[1])))
+            found.append((previous[0], 1 if stripped[0] == "=" else 2, heading_title(previous[1])))
             previous = None
         else:
             previous = (offset, line) if stripped else None
         offset += len(line)
     return found
-
-
-def _title(text: str) -> str:
-    return " ".join(TAG.sub("", text).replace("*", "").replace("`", "").split())
 
 
 def _prose(maker: ChunkMaker, kind: str, source: str, outline: _Outline, markdown: bool) -> None:
@@ -298,9 +294,22 @@ def _first_words(text: str, count: int) -> str:
 # -- code -----------------------------------------------------------------------------------------
 
 
-def _names_within(items: Iterable[tuple[int, str]], start: int, end: int, first: bool) -> list[str]:
-    """Names whose statements start inside [start, end) (or before it, for the first window)."""
-    return list(dict.fromkeys(name for at, name in items if (first or at >= start) and at < end))
+class _Placed:
+    """Names (`code_facts`' defines or imports: (offset, name) in the code's order) found by where
+    their statements start: a cell of a million one-line statements has as many names and a
+    window every few hundred, so a scan of all the names per window took minutes."""
+
+    def __init__(self, items: Sequence[tuple[int, str]]) -> None:
+        self.items = items
+        self.order = sorted(range(len(items)), key=lambda i: items[i][0])
+        self.starts = [items[i][0] for i in self.order]
+
+    def within(self, start: int, end: int, first: bool) -> list[str]:
+        """Names whose statements start inside [start, end) (or before it, for the first window),
+        in the code's order."""
+        low = 0 if first else bisect_left(self.starts, start)
+        picked = sorted(self.order[low : bisect_left(self.starts, end)])
+        return list(dict.fromkeys(self.items[i][1] for i in picked))
 
 
 def _code(maker: ChunkMaker, cell: Cell, outline: _Outline, above: str, fresh: bool = False) -> None:
@@ -309,10 +318,11 @@ def _code(maker: ChunkMaker, cell: Cell, outline: _Outline, above: str, fresh: b
     images = any(mime in output.data for output in cell.outputs for mime in IMAGES)
     facts = code_facts(source, images) if source.strip() else CodeFacts((), (), None, {}, None)
     spans = word_spans(source)
+    defined, imported = _Placed(facts.defines), _Placed(facts.imports)
     for first, last in window_ranges(len(spans), *CODE_WINDOW):
         start, end = spans[first][0], spans[last - 1][1]
-        defines = _names_within(facts.defines, start, end, first == 0)
-        imports = _names_within(facts.imports, start, end, first == 0)
+        defines = defined.within(start, end, first == 0)
+        imports = imported.within(start, end, first == 0)
         prefix = "; ".join(
             part for part in (
                 f"defines: {', '.join(defines)}" if defines else "",

@@ -19,13 +19,13 @@ from collections.abc import Iterator, Mapping
 
 from cellar.ingest.documents.blocks import Unit
 
-ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*")
+ATX_OPENING = re.compile(r" {0,3}(#{1,6})(?=[ \t]|$)")
 SETEXT = re.compile(r" {0,3}(=+|-+)[ \t]*")
+TAG = re.compile(r"<[^<>]*>")  # not [^>]*: a run of "<" would be scanned to its end from each one
 FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
 MD_ITEM = re.compile(r"[ \t]*(?:([-*+])|(\d{1,3}|[a-z])[.)])[ \t]+\S")
 TEXT_ITEM = re.compile(r"[ \t]*(?:([-*•–])|([a-z]|\d{1,3})\)|([a-z])\.)[ \t]+\S")
 NUMBERED = re.compile(r"[ \t]*(\d{1,3}(?:\.\d{1,3}){0,5})\.?[ \t]+([A-ZÀ-Þ][^\n]{0,100})")
-TABLE_ROW = re.compile(r"[ \t]*\|.*\|[ \t]*")
 SENTENCE_END = (".", ",", ";", ":", "?", "!")
 MAX_HEADING = 90  # characters: a longer numbered line is a numbered paragraph
 
@@ -95,8 +95,29 @@ class _Units:
         self.units.append(Unit("heading", start, end, level, title))
 
 
-def _title(raw: str) -> str:
-    return " ".join(re.sub(r"<[^>]*>", "", raw).replace("*", "").replace("`", "").split())
+def atx_heading(line: str) -> tuple[int, str] | None:
+    """(level, raw title) of a Markdown ATX heading line (`## 3.2 Ballast arrangement ##`), or
+    None. Read by hand past the hashes: as one regular expression, the lazy title before the
+    optional closing hashes and spaces backtracked over a long run of spaces (100,000 of them in
+    one heading took minutes)."""
+    opening = ATX_OPENING.match(line)
+    if opening is None:
+        return None
+    title = line[opening.end() :].strip(" \t\r\n")
+    unclosed = title.rstrip("#")
+    if unclosed != title and (not unclosed or unclosed[-1] in " \t"):  # `## Title ##`, `# #`
+        title = unclosed.rstrip(" \t")
+    return len(opening[1]), title
+
+
+def heading_title(raw: str) -> str:
+    """A heading's title as plain words: tags, emphasis and code marks dropped, spaces collapsed."""
+    return " ".join(TAG.sub("", raw).replace("*", "").replace("`", "").split())
+
+
+def _table_row(line: str) -> bool:
+    row = line.strip(" \t")
+    return len(row) > 1 and row[0] == row[-1] == "|"
 
 
 def markdown_units(text: str) -> list[Unit]:
@@ -111,23 +132,23 @@ def markdown_units(text: str) -> list[Unit]:
                 found.close()
             continue
         opening = FENCE.match(line)
-        atx = ATX.fullmatch(line)
+        atx = atx_heading(line)
         item = MD_ITEM.match(line)
         if opening:
             fence = opening[1]
             found.start("code", start, end)
         elif not line.strip():
             found.close()
-        elif atx and _title(atx[2] or ""):
-            found.heading(start, end, len(atx[1]), _title(atx[2] or ""))
+        elif atx and heading_title(atx[1]):
+            found.heading(start, end, atx[0], heading_title(atx[1]))
         elif SETEXT.fullmatch(line) and found.open is not None and found.open.kind == "paragraph":
             first = found.open.start
             if "\n" not in text[first : found.open.end].strip():
                 found.open = None
-                found.heading(first, end, 1 if line.strip()[0] == "=" else 2, _title(text[first:start]))
+                found.heading(first, end, 1 if line.strip()[0] == "=" else 2, heading_title(text[first:start]))
             else:
                 found.extend(end)
-        elif TABLE_ROW.fullmatch(line):
+        elif _table_row(line):
             found.table_row(start, end)
         else:
             found.prose(start, end, None if item is None else item[2] or "")
@@ -158,7 +179,7 @@ def text_units(text: str, levels: Mapping[str, int] | None = None) -> list[Unit]
             found.close()
         elif heading:
             found.heading(start, end, *heading)
-        elif TABLE_ROW.fullmatch(line) or "\t" in line.strip():
+        elif _table_row(line) or "\t" in line.strip():
             found.table_row(start, end)
         else:
             found.prose(start, end, None if item is None else item[2] or item[3] or "")
