@@ -315,3 +315,31 @@ def test_archive_settings_nested_too_deeply_are_errors_naming_the_file(archive, 
     assert capsys.readouterr().err.startswith(
         f"cellar index: {archive / 'glossary.json'}: not valid JSON (maximum recursion"
     )
+
+
+@pytest.mark.parametrize(
+    ("glossary", "problem"),
+    [
+        ({"!!!": "x", "kk": "kortsluiting"}, "glossary key(s) without word characters: ['!!!']"),
+        ({"brg": 5}, "glossary entry 'brg' -> 5: both sides must be non-empty strings"),
+        (["kk"], "the glossary must be a JSON object of abbreviation -> expansion"),
+        (
+            {"kk": "kort\ud800sluiting"},
+            "glossary entry 'kk' -> 'kort\\ud800sluiting': a lone surrogate is no character",
+        ),
+    ],
+)
+def test_a_bad_archive_glossary_is_an_error_naming_it(archive, tmp_path, capsys, glossary, problem):
+    (archive / "glossary.json").write_text(json.dumps(glossary))
+    assert main(["index", str(archive), "--out", str(tmp_path / "shard"), "--no-cache"]) == 2
+    assert capsys.readouterr().err == f"cellar index: {archive / 'glossary.json'}: {problem}\n"
+
+
+def test_an_archive_glossary_that_links_out_of_the_archive_is_not_read(archive, tmp_path, capsys):
+    outside = tmp_path / "elsewhere.json"
+    outside.write_text('{"kk": "kortsluiting"}')
+    (archive / "glossary.json").symlink_to(outside)
+    assert main(["index", str(archive), "--out", str(tmp_path / "shard"), "--no-cache"]) == 2
+    assert capsys.readouterr().err == (
+        f"cellar index: glossary.json: a symbolic link to {outside}, outside the archive: not followed\n"
+    )

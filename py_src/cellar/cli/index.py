@@ -49,10 +49,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from cellar.cli.files import json_file
+from cellar.cli.files import json_file, json_text
 from cellar.cli.progress import Progress
+from cellar.ingest.discovery import read_document
 from cellar.ingest.metadata import parse_rules
 from cellar.ingest.scheduler import check_scheduler
+from cellar.retrieval.analysis import Analyzer, AnalyzerSettings
 from cellar.retrieval.embedding import ModelError, StaticModel, default_model_dir, load_model
 from cellar.retrieval.evaluation import calibrate, read_gold
 from cellar.retrieval.index import build_index_from_directory
@@ -110,10 +112,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         rules = parse_rules(json_file(args.rules)) if args.rules else ()
-        glossary_file = args.glossary or archive_glossary(args.corpus)
-        glossary = json_file(glossary_file) if glossary_file else None
-        if glossary is not None and not isinstance(glossary, dict):
-            raise ValueError("the glossary must be a JSON object of abbreviation -> expansion")
+        if args.glossary:
+            glossary = checked_glossary(json_file(args.glossary), args.glossary)
+        elif own := archive_glossary(args.corpus):
+            glossary = checked_glossary(json_text(read_document(own, args.corpus), own), own)
+        else:
+            glossary = None
         gold = (
             read_gold(Path(args.calibrate).read_text(encoding="utf-8").splitlines(), args.calibrate)
             if args.calibrate
@@ -193,9 +197,23 @@ def _index(args: argparse.Namespace, model: StaticModel, rules: Any, glossary: A
     return 1 if built.skipped else 0
 
 
+def checked_glossary(value: object, name: str) -> dict[str, str]:
+    """The glossary read from the file `name`, checked as the analyser will use it; a ValueError
+    naming the file when it is not one."""
+    if not isinstance(value, dict):
+        raise ValueError(f"{name}: the glossary must be a JSON object of abbreviation -> expansion")
+    try:
+        Analyzer(AnalyzerSettings(glossary=tuple(value.items())))
+    except ValueError as error:
+        raise ValueError(f"{name}: {error}") from None
+    return value
+
+
 def archive_glossary(corpus: str) -> str | None:
     """The archive's own glossary, ``glossary.json`` at its root (the abbreviations its service
-    notes use), when --glossary names none; None when the archive has none."""
+    notes use), when --glossary names none; None when the archive has none. Read as the archive's
+    other files are (``read_document``): never through a link out of the archive, nor past the
+    size limit."""
     path = Path(corpus) / GLOSSARY_FILE
     return str(path) if path.is_file() else None
 

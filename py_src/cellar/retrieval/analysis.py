@@ -48,6 +48,7 @@ _TOKEN = re.compile(r"[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?(?!\d|,\d)|\d+,\d+|\w+(?:
 _THOUSANDS = re.compile(r"[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?(?:e[+-]?\d+)?")
 _SEPARATORS = re.compile(r"[.\-_]+")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 # Parts of an identifier piece: acronym before a capitalised word (HTTPServer), a word (an optional
 # capital, then letters other than ASCII capitals, so ``straße`` and ``Δp`` stay whole), a trailing
 # acronym, digits.
@@ -108,6 +109,8 @@ class AnalyzerSettings:
         for key, value in glossary:
             if not (isinstance(key, str) and isinstance(value, str) and key.strip() and value.strip()):
                 raise ValueError(f"glossary entry {key!r} -> {value!r}: both sides must be non-empty strings")
+            if not (key + value).isascii() and _SURROGATE.search(key + value):  # no UTF-8 spells one
+                raise ValueError(f"glossary entry {key!r} -> {value!r}: a lone surrogate is no character")
         # Frozen: the coercions above (list -> tuple, mapping -> pairs) must bypass __setattr__.
         object.__setattr__(self, "languages", languages)
         object.__setattr__(self, "glossary", glossary)
@@ -255,7 +258,8 @@ class Analyzer:
             for key, expansion in settings.glossary
         }
         if () in self._glossary:
-            raise ValueError(f"glossary key without word characters in {list(dict(settings.glossary))}")
+            wordless = [key for key, _ in settings.glossary if not _raw_tokens(key)]
+            raise ValueError(f"glossary key(s) without word characters: {wordless[:5]}")
         self._key_lengths = sorted({len(key) for key in self._glossary}, reverse=True)
         self._key_starts = {key[0] for key in self._glossary}
 
