@@ -166,3 +166,17 @@ def test_a_stuck_notebook_that_half_writes_a_line_is_stopped_and_leaves_no_proce
     assert report["a_stuck.ipynb"]["reason"].startswith("the worker did not answer within")
     assert report["b_plain.ipynb"]["status"] == "clean"
     assert _nodes_of(65534) == before, "the stuck worker outlived the batch"
+
+
+def test_a_notebook_is_not_blamed_for_the_time_an_earlier_ones_timer_takes(site, tmp_path):
+    archive, out = tmp_path / "archive", tmp_path / "out"
+    archive.mkdir()
+    (archive / "rerender.json").write_text(json.dumps({"cell_timeout": 2, "notebook_timeout": 3}))
+    timer = "from pyodide.code import run_js\nhandle = run_js('setTimeout(() => { while (true) {} }, 30)')"
+    (archive / "a_timer.ipynb").write_text(notebook(timer))
+    (archive / "b_plain.ipynb").write_text(notebook("total = 1 + 1"))
+    status = main(["rerender", str(archive), "--out", str(out), "--site", str(site), "--workers", "1"])
+    report = {entry["path"]: entry for entry in json.loads((out / "report.json").read_text())["notebooks"]}
+    assert status == 0
+    assert report["a_timer.ipynb"]["status"] == "clean"  # its own cells ran, and it left the loop behind
+    assert report["b_plain.ipynb"]["status"] == "clean", report["b_plain.ipynb"]["reason"]

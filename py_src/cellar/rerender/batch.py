@@ -124,6 +124,7 @@ class Worker:
             self._keep(self.start_files, host.read_file(self.START_FILES))
         self.start_seconds += time.perf_counter() - started
         self.sent: set[str] = set()  # blob ids this process holds (cellar.rerender.sandbox keeps them)
+        self.served = 0  # notebooks this process has run: what they left behind may still run
         return host
 
     @staticmethod
@@ -146,7 +147,9 @@ class Worker:
         A worker whose process ends (a notebook's `process.exit`, a signal, a timer that an earlier
         notebook left, a crash) is replaced and the notebook run once more in the fresh one, so that
         no notebook is blamed for another's doing; ended again, the run is stopped with WORKER_DIED
-        and counted in `deaths`."""
+        and counted in `deaths`. So is a run out of time in a worker that ran notebooks before it
+        (an earlier notebook's timer may be what took the time): stopped only when a fresh worker
+        takes as long."""
         if self.host.exit_code is not None:  # it ended after its last notebook
             self._restart()
         for attempt in range(2):
@@ -158,9 +161,13 @@ class Worker:
             try:
                 reply = json.loads(self.host.run(code, timeout=timeout))
                 self.sent.update(fresh)
+                self.served += 1
                 return reply
             except TimeoutError:
+                earlier = self.served
                 self.host = self._start()  # run() closed the stuck process
+                if earlier and not attempt:
+                    continue
                 return {
                     "cells": [],
                     "stopped": f"the worker did not answer within {timeout:g} s (stopped and restarted)",
