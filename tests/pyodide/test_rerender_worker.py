@@ -180,3 +180,21 @@ def test_a_notebook_is_not_blamed_for_the_time_an_earlier_ones_timer_takes(site,
     assert status == 0
     assert report["a_timer.ipynb"]["status"] == "clean"  # its own cells ran, and it left the loop behind
     assert report["b_plain.ipynb"]["status"] == "clean", report["b_plain.ipynb"]["reason"]
+
+
+# Left behind for the next notebook: a patched builtin and a JavaScript global.
+MEDDLER = "import builtins, js\nbuiltins.sum = lambda *args, **kwargs: 42\njs.globalThis.left = 'behind'"
+VICTIM = "import js\nprint(sum([1, 2]), getattr(js.globalThis, 'left', None))"
+
+
+def test_isolate_runs_every_notebook_in_a_fresh_worker(site, tmp_path):
+    archive, out = tmp_path / "archive", tmp_path / "out"
+    archive.mkdir()
+    (archive / "a_meddler.ipynb").write_text(notebook(MEDDLER))
+    victim = json.loads(notebook(VICTIM))
+    victim["cells"][0]["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "3 None\n"}]
+    (archive / "b_victim.ipynb").write_text(json.dumps(victim))
+    command = ["rerender", str(archive), "--out", str(out), "--site", str(site), "--no-cache", "--isolate"]
+    assert main(command) == 0
+    report = {entry["path"]: entry for entry in json.loads((out / "report.json").read_text())["notebooks"]}
+    assert report["b_victim.ipynb"]["status"] == "clean", report["b_victim.ipynb"]

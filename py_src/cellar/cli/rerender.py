@@ -1,6 +1,10 @@
-"""`cellar rerender ARCHIVE --out DIR [--workers N] [--site SITE_DIR] [--scheduler local|dask|tcp://HOST:PORT]`:
-re-run every notebook of an archive in Pyodide workers, write the fresh notebooks and a report,
-print the summary table.
+"""`cellar rerender ARCHIVE --out DIR [--workers N] [--site SITE_DIR] [--scheduler local|dask|tcp://HOST:PORT]
+[--isolate]`: re-run every notebook of an archive in Pyodide workers, write the fresh notebooks and a
+report, print the summary table.
+
+A worker runs notebook after notebook (its start costs 10-20 s, a notebook a tenth of a second);
+what one notebook leaves behind is cleared by Python, which a hostile notebook can defeat to
+change a later one's outputs or verdict. --isolate starts a fresh worker for every notebook.
 
 Incremental: a notebook whose bytes, path, inputs (the path-map entries its code names or that
 lie under its folder, with their blob hashes) and environment (site, requirements, limits,
@@ -64,6 +68,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="run every notebook (default: keep the previous result in DIR of each notebook whose bytes, "
         "inputs and environment are unchanged)",
     )
+    parser.add_argument(
+        "--isolate",
+        action="store_true",
+        help="a fresh Pyodide worker for every notebook, so that no notebook can change another's outputs "
+        "or verdict (default: a worker runs notebook after notebook; each start costs 10-20 s)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -79,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
             site=args.site,
             reuse_previous=not args.no_cache,
             scheduler=args.scheduler,
+            isolate=args.isolate,
         )
     except RerenderStopped as error:
         print(f"cellar rerender: {error}; no report written", file=sys.stderr)

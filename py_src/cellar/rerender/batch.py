@@ -99,8 +99,11 @@ class Worker:
     CACHE = DEFAULT_CACHE.parent / "worker-start"  # beside the wheel cache: $CELLAR_CACHE or ~/.cache/cellar
     START_FILES = "/tmp/cellar-start-files.zip"  # the zip's place in Pyodide's file system
 
-    def __init__(self, runtime: Path, wheels: list[str], packages: list[str], cache: Path | None = CACHE) -> None:
+    def __init__(
+        self, runtime: Path, wheels: list[str], packages: list[str], cache: Path | None = CACHE, isolate: bool = False
+    ) -> None:
         self.args = (runtime, wheels, packages)
+        self.isolate = isolate  # a fresh process for every notebook: none sees what another left
         self.start_files = (
             None if cache is None else (cache / f"{environment.fingerprint(runtime, packages, wheels)}.zip")
         )
@@ -150,7 +153,7 @@ class Worker:
         and counted in `deaths`. So is a run out of time in a worker that ran notebooks before it
         (an earlier notebook's timer may be what took the time): stopped only when a fresh worker
         takes as long."""
-        if self.host.exit_code is not None:  # it ended after its last notebook
+        if self.host.exit_code is not None or (self.isolate and self.served):  # ended, or used
             self._restart()
         for attempt in range(2):
             fresh = {blob_id: data for blob_id, data in blobs.items() if blob_id not in self.sent}
@@ -209,9 +212,10 @@ class RunContext:
     settings: Settings
     pathmap: dict[str, Any]
     blobs: dict[str, str]  # blob id -> base64
+    isolate: bool = False  # a fresh worker for every notebook (Worker)
 
     def worker(self) -> Worker:
-        return Worker(self.runtime, list(self.wheels), list(self.packages))
+        return Worker(self.runtime, list(self.wheels), list(self.packages), isolate=self.isolate)
 
 
 def rerun(
@@ -297,6 +301,7 @@ def rerender(
     progress: Callable[[int, int, Counter, float], None] | None = _progress,
     reuse_previous: bool = True,
     scheduler: str = "local",
+    isolate: bool = False,
 ) -> dict[str, Any]:
     """Re-render every notebook of `archive` into `out` and write `out/report.json`; return the report.
     With `reuse_previous`, a notebook whose key (`cellar.rerender.reuse`) is the one the previous
@@ -306,7 +311,8 @@ def rerender(
     `scheduler`: "local" (threads, each driving its own worker), or "dask" / "tcp://HOST:PORT"
     (cellar.ingest.scheduler: a task per notebook on a Dask cluster, each Dask worker process
     keeping one warm Pyodide worker; the cluster's workers must read the site and the archive at
-    the same paths)."""
+    the same paths). `isolate`: a fresh worker for every notebook, so that none can change what
+    another outputs or is reported as (README, "The boundary"), at a worker's start per notebook."""
     # (the host's: the tab imports this module for load_blobs, and has no process pool)
     from cellar.ingest.scheduler import check_scheduler
     from cellar.ingest.scheduler import run as run_tasks
@@ -333,6 +339,7 @@ def rerender(
         settings,
         pathmap.data,
         blobs,
+        isolate,
     )
     remote: list[tuple[str, bytes]] = []  # what a Dask cluster runs
     old_entries, old_keys = reuse.previous_run(out, REPORT_FILE) if reuse_previous else ({}, {})
