@@ -343,3 +343,14 @@ def test_an_archive_glossary_that_links_out_of_the_archive_is_not_read(archive, 
     assert capsys.readouterr().err == (
         f"cellar index: glossary.json: a symbolic link to {outside}, outside the archive: not followed\n"
     )
+
+
+def test_a_file_name_with_control_characters_is_reported_without_them(archive, tmp_path, capsys):
+    # an escape sequence in a name would recolour or clear the terminal; a carriage return hide the line
+    (archive / "red\x1b[31m\rname.ipynb").write_text("{not a notebook")
+    assert main(["index", str(archive), "--out", str(tmp_path / "shard"), "--no-cache"]) == 1
+    err = capsys.readouterr().err
+    assert "red\\x1b[31m\\rname.ipynb: " in err and "\x1b" not in err and "\r" not in err
+    assert main(["chunk", str(archive / "red\x1b[31m\rname.ipynb")]) == 1
+    err = capsys.readouterr().err
+    assert "red\\x1b[31m\\rname.ipynb: " in err and "\x1b" not in err and "\r" not in err

@@ -21,6 +21,7 @@ import warnings
 from collections import Counter
 
 from cellar.cli.files import json_file
+from cellar.cli.progress import shown
 from cellar.ingest.chunking import chunk_file, coverage
 from cellar.ingest.discovery import find_documents
 from cellar.ingest.metadata import parse_rules
@@ -70,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     progress = sys.stderr.isatty() and len(files) > 1
     for number, (path, root) in enumerate(files, 1):
         if progress:
-            print(f"\r\x1b[K[{number}/{len(files)}] {path}", end="", file=sys.stderr, flush=True)
+            print(f"\r\x1b[K[{number}/{len(files)}] {shown(path)}", end="", file=sys.stderr, flush=True)
         try:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
@@ -99,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _report(message: str, progress: bool) -> None:
-    print(("\r\x1b[K" if progress else "") + message, file=sys.stderr)
+    print(("\r\x1b[K" if progress else "") + shown(message), file=sys.stderr)
 
 
 def _summary(read: int, rejected: int, kinds: Counter[str], skipped: Counter[str]) -> str:

@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from cellar.cli.files import json_file, json_text
-from cellar.cli.progress import Progress
+from cellar.cli.progress import Progress, shown
 from cellar.ingest.discovery import read_document
 from cellar.ingest.metadata import parse_rules
 from cellar.ingest.scheduler import check_scheduler
@@ -163,7 +163,7 @@ def _index(args: argparse.Namespace, model: StaticModel, rules: Any, glossary: A
         return 2
     progress.close()
     for problem in built.problems:
-        print(problem, file=sys.stderr)
+        print(shown(problem), file=sys.stderr)
     index = built.index
     if gold is not None:
         index.calibration = calibrate(Searcher(index, model), gold)
