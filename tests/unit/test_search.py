@@ -260,8 +260,12 @@ def test_words_the_archive_never_saw_are_left_to_the_dense_similarity(model):
 )
 def test_a_pasted_megabyte_is_refused_not_hung(small, pasted):
     """A page's question box takes whatever is pasted: a word a million letters long is looked at
-    in linear time (its Dutch compound tail was once sought at every cut: 14 s for 200,000)."""
-    assert small.search(pasted, k=3)["refused"] is True
+    in linear time (its Dutch compound tail was once sought at every cut: 14 s for 200,000), and
+    the refusal quotes its start, not the whole of it twice."""
+    answer = small.search(pasted, k=3)
+    assert answer["refused"] is True
+    assert answer["refusal_reason"].startswith(f"looked for {pasted[:200] + '…'!r}: ")
+    assert len(answer["refusal_reason"]) < 2_000
 
 
 def test_refusal_rule_on_evidence():

@@ -77,6 +77,7 @@ CORROBORATION = 0.1  # bonus per notebook: this share of the mean best score of 
 CORROBORATING_KINDS = 3  # other kinds that may add to the bonus
 STALE_FACTOR = 0.5
 HITS_PER_NOTEBOOK = 5
+REASON_QUERY = 200  # characters of the question a refusal's reason quotes
 NEIGHBOUR_CELLS = 2  # cells after the best hit's cell
 MODES = ("bm25", "dense", "hybrid")
 TRANSLATION_WEIGHT = 0.5  # BM25 weight of a Dutch word's English translations (bilingual.Reading)
@@ -483,8 +484,10 @@ class Searcher:
             if words & VALUE_WORDS or any(NUMBER.match(w) for w in words)
             else "no cell or output mentions"
         )
-        missing = ", ".join(self._said(query, evidence["missing"])[:6]) or query
-        reason = f"looked for {query!r}: {source} {missing}"
+        # a pasted page of a question is named by its start, and so is a word of a pasted megabyte
+        asked, said = _clipped(query, REASON_QUERY), self._said(query, evidence["missing"])[:6]
+        missing = ", ".join(_clipped(word, REASON_QUERY // 4) for word in said) or asked
+        reason = f"looked for {asked!r}: {source} {missing}"
         if shown:
             best = shown[0]
             hit = best["hits"][0] if best["hits"] else None
@@ -655,6 +658,10 @@ def _notebook_scores(owners: Sequence[int], kinds: Sequence[int], scores: Sequen
         others = [max(score, 0.0) for score in others[:CORROBORATING_KINDS]]
         result[n] = top + (CORROBORATION * sum(others) / len(others) if others else 0.0)
     return result
+
+
+def _clipped(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def _share(weighted_terms: Iterable[tuple[float, str]], present: Mapping[str, bool]) -> float:
