@@ -408,6 +408,20 @@ def test_out_of_scope_questions_are_refused_under_filters(demo, filters):
         assert answer["refused"], (question, filters, answer["evidence"])
 
 
+@pytest.mark.parametrize("filters", [Filters(year_from=99_999), Filters(project="no-such-project")])
+def test_a_refusal_under_filters_that_let_nothing_in_says_so(demo, filters):
+    answer = demo.search("ballast tank volumes for the 2017 vessel", k=3, filters=filters)
+    assert answer["refused"]
+    assert answer["refusal_reason"] == (
+        "looked for 'ballast tank volumes for the 2017 vessel': no notebook or document passes the filters"
+    )
+    # filters that let notebooks in, none of which answers, leave the reason to the evidence
+    assert (
+        "passes the filters"
+        not in demo.search("salary of the CEO", k=3, filters=Filters(year_to=2020))["refusal_reason"]
+    )
+
+
 # -- the shared corpus and the dev gold set ------------------------------------------------------
 
 

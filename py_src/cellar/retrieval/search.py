@@ -205,6 +205,8 @@ class Searcher:
         self.source.require(needed)
         self._last_fused = None  # the question is answered: a later one, even the same, is fused anew
         evidence = self._evidence(query, terms, numbers, ranked[0][0] if ranked else None, vectors, held_by)
+        if not ranked and filters != Filters() and not self._allowed(filters).any():
+            evidence["filtered_out"] = True  # the filters let no notebook in: the reason says so
         refused = self._refuse(evidence, ranked)
         laps = {**laps, "fuse": laps["fuse"] + round((time.perf_counter() - start) * 1000, 3)}
         return Ranking(
@@ -487,6 +489,8 @@ class Searcher:
         # a pasted page of a question is named by its start, and so is a word of a pasted megabyte
         asked, said = _clipped(query, REASON_QUERY), self._said(query, evidence["missing"])[:6]
         missing = ", ".join(_clipped(word, REASON_QUERY // 4) for word in said) or asked
+        if evidence.get("filtered_out"):
+            return f"looked for {asked!r}: no notebook or document passes the filters"
         reason = f"looked for {asked!r}: {source} {missing}"
         if shown:
             best = shown[0]
