@@ -187,7 +187,7 @@ def test_the_quantity_evidence_wants_a_unit_of_the_asked_kind_in_the_entry():
 
 def test_refusal_and_calibration_use_the_quantity_evidence():
     from cellar.retrieval.evaluation import calibrate_features
-    from cellar.retrieval.search import refuses
+    from cellar.retrieval.refusal import refuses
 
     def evidence(quantity, similarity):
         return {"coverage": 1.0, "known_coverage": 1.0, "numbers": 1.0, "similarity": similarity, "known": 1.0,

@@ -11,7 +11,8 @@ import pytest
 
 from cellar.cli import main
 from cellar.retrieval.evaluation import assign_folds, calibrate, cross_validate, judge, scorecard, scorecards
-from cellar.retrieval.search import Ranking, refuses
+from cellar.retrieval.refusal import refuses
+from cellar.retrieval.search import Ranking
 from cellar.retrieval.shard import open_shard
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,7 +14,8 @@ from cellar.retrieval.embedding import default_model_dir, load_model
 from cellar.retrieval.evaluation import calibrate, evaluate, read_gold
 from cellar.retrieval.index import Render, build_index, build_index_from_directory
 from cellar.retrieval.publish import write_shard
-from cellar.retrieval.search import DEFAULT_CALIBRATION, NUMBER_IN_TEXT, Filters, Searcher, refuses
+from cellar.retrieval.refusal import refuses
+from cellar.retrieval.search import DEFAULT_CALIBRATION, NUMBER_IN_TEXT, Filters, Searcher
 from cellar.retrieval.shard import MANIFEST, NeedFiles, Shard, open_shard
 from cellar.retrieval.sharding import shard_files
 

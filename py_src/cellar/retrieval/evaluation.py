@@ -25,8 +25,9 @@ from typing import Any
 import numpy as np
 
 from cellar.ingest.provenance import revision
+from cellar.retrieval.refusal import refuses, unknown_words_left_to_meaning
 from cellar.retrieval.routing import Router
-from cellar.retrieval.search import Searcher, refuses, unknown_words_left_to_meaning
+from cellar.retrieval.search import Searcher
 
 FOLDS = 5  # k of the out-of-sample calibration (cross_validate)
 CALIBRATIONS = ("out-of-sample", "stored")

@@ -69,6 +69,7 @@ from cellar.retrieval.context import TEXT_LIMIT, section_context
 from cellar.retrieval.embedding import StaticModel
 from cellar.retrieval.filters import Filters
 from cellar.retrieval.index import Index
+from cellar.retrieval.refusal import refuses
 from cellar.retrieval.sources import MemorySource, ShardSource, cosines, rows_within
 
 DEPTH = 50  # chunks taken from each ranker
@@ -673,26 +674,6 @@ def _share(weighted_terms: Iterable[tuple[float, str]], present: Mapping[str, bo
     pairs = list(weighted_terms)
     total = sum(w for w, _ in pairs)
     return round(sum(w for w, t in pairs if present[t]) / total, 4) if total else 0.0
-
-
-def refuses(evidence: Mapping[str, Any], thresholds: Mapping[str, float]) -> bool:
-    """Whether ``evidence`` (``Searcher._evidence``) falls below any calibrated threshold; the
-    similarity only counts when the dense ranker ran, and then a notebook that holds every
-    query term the archive knows passes the coverage test (see the module docstring)."""
-    similarity = evidence.get("similarity")
-    return (
-        (evidence["coverage"] < thresholds["min_coverage"] and not unknown_words_left_to_meaning(evidence))
-        or evidence["numbers"] < thresholds["min_numbers"]
-        or evidence.get("known", 1.0) < thresholds.get("min_known", 0.0)
-        or evidence.get("quantity", 1.0) < thresholds.get("min_quantity", 0.0)
-        or (similarity is not None and similarity < thresholds["min_similarity"])
-    )
-
-
-def unknown_words_left_to_meaning(evidence: Mapping[str, Any]) -> bool:
-    """Whether the coverage test is waived: the dense ranker ran and the best notebook holds
-    every query term the archive knows (and it knows at least one)."""
-    return evidence.get("similarity") is not None and evidence.get("known_coverage", 0.0) >= 1.0
 
 
 class _Clock:
