@@ -311,3 +311,164 @@ def test_a_long_paragraph_is_cut_into_windows_under_one_citation():
     chunked = chunk_document(f"## 2 Scope\n\n{words}\n".encode(), "long.md")
     windows = [chunk for chunk in chunked.chunks if chunk.meta["block"] == "paragraph"]
     assert len(windows) > 1 and {chunk.meta["citation"] for chunk in windows} == {"2 Scope, paragraph 1"}
+
+
+# -- hostile documents: refused naming the file, or read in bounded time ----------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "data"),
+    [("s.records.jsonl", b'{"id": "A", "text": "ok"}\n{"id": "B", "text": "bad \\ud800 here"}\n'),
+     ("t.records.jsonl", b'{"id": "\\udc00", "text": "bad id"}\n'),
+     ("x.clauses.json", b'{"designation": "X", "articles": [{"number": "1", "text": "bad \\ud800"}]}'),
+     ("y.clauses.json", b'{"designation": "X\\ud800", "articles": [{"number": "1", "text": "t"}]}')],
+)  # fmt: skip
+def test_a_lone_surrogate_in_records_or_clauses_is_refused_naming_the_file(name, data):
+    with pytest.raises(FileRefused) as caught:
+        extract(data, f"archive/{name}")
+    assert str(caught.value).startswith(f"archive/{name}: ")
+    assert "a string holds a lone surrogate" in str(caught.value)
+    # a surrogate pair is one character, and read
+    paired = extract(b'{"id": "A", "text": "ok \\ud83d\\ude00"}\n', "p.records.jsonl")
+    assert paired.text == "ok \U0001f600"
+
+
+@pytest.mark.parametrize(
+    ("article", "problem"),
+    [({"number": "1", "text": "t", "notes": 5}, "articles[0].notes must be an array, not a number"),
+     ({"number": "1", "text": "t", "items": 7}, "articles[0].items must be an array, not a number"),
+     ({"number": "1", "text": "t", "articles": 3}, "articles[0].articles must be an array, not a number"),
+     ({"number": "1", "text": "t", "notes": [{"text": 5}]}, "articles[0].notes[0].text must be a string, not a number"),
+     ({"number": "1", "text": "t", "notes": [{"text": ["a"]}]}, "articles[0].notes[0].text must be a string, not an array"),
+     ({"number": "1", "text": "t", "notes": [None]}, "articles[0].notes[0] must be a string or an object"),
+     ({"number": "1", "text": ["t"]}, "articles[0].text must be a string, not an array"),
+     ({"number": "1", "title": {"a": 1}, "text": "t"}, "articles[0].title must be a string, not an object"),
+     ({"number": [1], "text": "t"}, "articles[0].number must be a string or a number, not an array"),
+     ({"number": "1", "items": [{"label": [1], "text": "a"}]}, "articles[0].items[0].label must be a string or a number"),
+     ({"number": "1", "items": [{"label": "a", "text": 3}]}, "articles[0].items[0].text must be a string, not a number"),
+     ({"number": "1", "items": [True]}, "articles[0].items[0] must be an object or a string, not a boolean"),
+     ({"number": "1", "articles": [{"number": "1.1", "notes": {"a": 1}}]},
+      "articles[0].articles[0].notes must be an array, not an object")],
+)  # fmt: skip
+def test_a_json_clause_field_of_the_wrong_type_is_refused_naming_the_field(article, problem):
+    data = json.dumps({"designation": "X", "articles": [article]}).encode()
+    with pytest.raises(FileRefused) as caught:
+        extract(data, "archive/x.clauses.json")
+    assert str(caught.value) == f"archive/x.clauses.json: {problem}" or problem in str(caught.value)
+    assert str(caught.value).startswith("archive/x.clauses.json: ")
+    # null stands for absent, and numbers and labels may be numbers, as before
+    fine = {"designation": "X", "articles": [{"number": 2, "title": None, "text": "t", "notes": None,
+                                              "items": [{"label": 1, "text": "a"}, "b"]}]}  # fmt: skip
+    assert list(cited(extract(json.dumps(fine).encode(), "ok.clauses.json")).values()) == ["X §2", "X §2 1", "X §2 2"]
+
+
+def test_a_records_line_with_unicode_line_separators_in_a_string_is_one_note():
+    # JSON allows U+2028, U+2029 and U+0085 unescaped in a string; str.splitlines() splits at them
+    text = "seal\u2028replaced\u2029bearing\u0085checked"
+    data = (json.dumps({"id": "A", "text": text}, ensure_ascii=False) + "\r\n" + '{"id": "B", "text": "x"}').encode()
+    doc = extract(data, "n.records.jsonl")
+    assert quotes(doc) == [text, "x"] and [block.citation for block in doc.blocks] == ["A", "B"]
+
+
+@pytest.mark.parametrize(
+    "markup",
+    ["<a" * 80_000, "</" * 300_000, "<?" * 300_000, "<a x='" * 40_000, "<a " * 60_000,
+     "<p>Text</p>" + "<![CDATA[>" * 60_000, "<p>Text</p>" + "<!-- >x" * 60_000],
+    ids=["a", "end-tag", "pi", "quote", "attributes", "cdata", "comment"],
+)  # fmt: skip
+def test_html_that_never_closes_is_read_in_linear_time(markup):
+    # html.parser tried each unclosed `<` against all the text after it: 38 s and more for these
+    doc = extract(markup.encode(), "archive/page.html")
+    assert doc.text.startswith("Text") or doc.text.replace(" ", "") == markup.replace(" ", "")
+
+
+def test_html_marked_sections_html_parser_asserts_on_are_read_as_comments():
+    doc = extract(b"<p>a</p><![foo[x]]><p>b</p><![ x]><p>c</p>", "archive/page.html")
+    assert quotes(doc) == ["a", "b", "c"]
+
+
+def test_html_head_without_its_end_tag_ends_where_the_body_begins():
+    for page in (
+        b"<html><head><title>Report</title>\n<body><h1>Pump report</h1><p>The impeller was replaced.</p></body></html>",
+        b"<html><head><title>Report</title><meta charset=utf-8>\n<h1>Pump report</h1><p>The impeller was replaced.</p>",
+    ):
+        doc = extract(page, "archive/report.html")
+        assert cited(doc) == {"Pump report\n\nThe impeller was replaced.": "Pump report, paragraph 1"}
+    # what stands in a head is still dropped
+    doc = extract(b"<head><title>T</title><style>p{}</style><script>x()</script></head><p>body</p>", "r.html")
+    assert doc.text == "body"
+
+
+def _docx_with_body(body: bytes) -> bytes:
+    """A DOCX written by python-docx whose document body is `body` (WordprocessingML)."""
+    source = zipfile.ZipFile(io.BytesIO(WRITERS.docx_bytes([("Normal", "x")])))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as package:
+        for member in source.infolist():
+            content = source.read(member.filename)
+            if member.filename == "word/document.xml":
+                start, end = content.index(b"<w:body>") + len(b"<w:body>"), content.index(b"</w:body>")
+                content = content[:start] + body + content[end:]
+            package.writestr(member, content)
+    return out.getvalue()
+
+
+def test_a_docx_cell_spanning_a_million_columns_is_read_once():
+    # python-docx's row.cells repeats a cell once per column it spans: 47 s, or all the memory
+    cell = b'<w:tc><w:tcPr><w:gridSpan w:val="%d"/></w:tcPr><w:p><w:r><w:t>x</w:t></w:r></w:p></w:tc>'
+    for span in (1_000_000, 99_999_999):
+        doc = extract(_docx_with_body(b"<w:tbl><w:tr>" + cell % span + b"</w:tr></w:tbl>"), "archive/r.docx")
+        assert quotes(doc) == ["x"]
+
+
+def test_a_docx_cell_merged_down_many_rows_repeats_its_text_in_linear_time():
+    # python-docx looked each continued cell up through every row above it (600 rows: 14 s)
+    first = b'<w:tr><w:tc><w:tcPr><w:vMerge w:val="restart"/></w:tcPr><w:p><w:r><w:t>cat</w:t></w:r></w:p></w:tc>'
+    rest = b"<w:tr><w:tc><w:tcPr><w:vMerge/></w:tcPr><w:p/></w:tc>"
+    row_end = b"<w:tc><w:p><w:r><w:t>%d</w:t></w:r></w:p></w:tc></w:tr>"
+    body = first + row_end % 0 + b"".join(rest + row_end % n for n in range(1, 2000))
+    doc = extract(_docx_with_body(b"<w:tbl>" + body + b"</w:tbl>"), "archive/r.docx")
+    assert doc.text.splitlines() == [f"cat | {n}" for n in range(2000)]
+
+
+def _pdf_of_stream(stream: bytes) -> bytes:
+    """A one-page PDF whose content stream is `stream` (Helvetica as /F1)."""
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [4 0 R] /Count 1 >>",
+               b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>",
+               b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Resources << /Font << /F1 3 0 R >> >> "
+               b"/Contents 5 0 R >>",
+               b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream)]  # fmt: skip
+    out = io.BytesIO()
+    out.write(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(out.tell())
+        out.write(b"%d 0 obj\n%s\nendobj\n" % (number, body))
+    xref = out.tell()
+    out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1))
+    out.write(b"".join(b"%010d 00000 n \n" % offset for offset in offsets))
+    out.write(b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref))
+    return out.getvalue()
+
+
+def test_a_pdf_page_too_large_for_layout_mode_is_read_in_plain_mode_with_a_warning():
+    # pypdf's layout mode is quadratic in a text object's positioning operators: 155 s for this page
+    data = _pdf_of_stream(b"BT /F1 10 Tf 56 790 Td " + b"(x) Tj 1 0 Td " * 20_000 + b"ET")
+    with pytest.warns(UserWarning, match=r"archive/big\.pdf: page 1 has too many text operators for layout mode"):
+        doc = extract(data, "archive/big.pdf")
+    assert doc.text.count("x") == 20_000 and doc.blocks
+
+
+def test_a_pdf_encrypted_with_an_empty_password_is_read_and_one_that_needs_a_password_is_refused():
+    from pypdf import PdfReader, PdfWriter
+
+    def encrypted(user_password: str) -> bytes:
+        writer = PdfWriter(clone_from=PdfReader(io.BytesIO(WRITERS.pdf_bytes([["1 Scope", "Ballast pumps."]]))))
+        writer.encrypt(user_password=user_password, owner_password="owner", algorithm="AES-128")
+        out = io.BytesIO()
+        writer.write(out)
+        return out.getvalue()
+
+    assert quotes(extract(encrypted(""), "archive/open.pdf")) == ["1 Scope\nBallast pumps."]
+    with pytest.raises(FileRefused, match=r"^archive/locked\.pdf: an encrypted PDF: it needs a password"):
+        extract(encrypted("secret"), "archive/locked.pdf")

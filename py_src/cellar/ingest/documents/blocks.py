@@ -13,9 +13,11 @@ be checked against the file's revision down to the character.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from cellar.ingest.discovery import FileRefused
 
@@ -74,6 +76,34 @@ def utf8_text(data: bytes, path: str) -> str:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         raise FileRefused(path, f"not UTF-8 text (byte {error.start}: {error.reason})") from None
+
+
+# A JSON escape of a surrogate (`\ud800`): only such an escape can put one in a decoded value
+# (UTF-8 text has no surrogates), so a text without it is not walked.
+ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def refuse_lone_surrogates(raw: Any, source: str, path: str, where: str = "") -> None:
+    """A FileRefused when a string of the decoded JSON `raw` (a key or a value) holds a lone
+    surrogate (a `\\udXXX` escape without its pair): it has no UTF-8 form, so no chunk, record
+    or shard could hold it (as for a notebook, `cellar.ingest.notebook`). `source` is the JSON
+    text `raw` came from; `where` (`line 3: `) says where in the file. Walked without recursion."""
+    if not ESCAPED_SURROGATE.search(source):
+        return
+    stack = [raw]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            stack += value.keys()
+            stack += value.values()
+        elif isinstance(value, list):
+            stack += value
+        elif isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as error:
+                problem = f"a string holds a lone surrogate ({value[error.start]!a}), which has no UTF-8 form"
+                raise FileRefused(path, where + problem) from None
 
 
 def assemble(text: str, units: Iterable[Unit]) -> tuple[Block, ...]:

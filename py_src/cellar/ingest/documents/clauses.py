@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cellar.ingest.discovery import FileRefused
-from cellar.ingest.documents.blocks import Block, Extracted, joined
+from cellar.ingest.documents.blocks import Block, Extracted, joined, refuse_lone_surrogates
 
 MAX_DEPTH = 12  # article nesting: deeper trees are refused, not recursed into
 
@@ -91,41 +91,94 @@ def _xml_clause(element: Any, path: str, depth: int) -> Clause:
 
 
 def clauses_from_json(data: bytes, path: str) -> Extracted:
-    """The blocks of a JSON clause collection; FileRefused for anything else."""
+    """The blocks of a JSON clause collection; FileRefused for anything else, naming the field
+    of the wrong type (`articles[0].notes must be an array`)."""
     try:
-        raw = json.loads(data.decode("utf-8-sig"))
+        source = data.decode("utf-8-sig")
+        raw = json.loads(source)
     except (UnicodeDecodeError, ValueError) as error:
         raise FileRefused(path, f"not JSON ({error})") from None
     except RecursionError:
         raise FileRefused(path, "JSON nested too deeply for this reader") from None
     if not isinstance(raw, dict) or not isinstance(raw.get("articles"), list) or not raw["articles"]:
         raise FileRefused(path, 'not a clause collection: a JSON object with a non-empty "articles" array is needed')
+    refuse_lone_surrogates(raw, source, path)
     clauses = tuple(_json_clause(item, path, f"articles[{n}]", 1) for n, item in enumerate(raw["articles"]))
-    designation, title = raw.get("designation"), raw.get("title")
-    return _extracted(clauses, designation if isinstance(designation, str) else None,
-                      title if isinstance(title, str) else None, "json")  # fmt: skip
+    designation, title = _string(raw, "designation", path, ""), _string(raw, "title", path, "")
+    return _extracted(clauses, designation or None, title or None, "json")
+
+
+# What a JSON clause's field may be. A number is read as written (`"number": 6`, `"label": 2`);
+# anything else of the wrong type is refused naming the field, never written out as Python's
+# `str()` of it (`['a']`) or iterated (an integer's items).
+TEXT_TYPES = (str,)
+NAME_TYPES = (str, int, float)
+
+
+def _string(item: Mapping[str, Any], key: str, path: str, where: str, types: tuple[type, ...] = TEXT_TYPES) -> str:
+    """`item[key]` as text: absent or null is empty; a value of another type is refused."""
+    value = item.get(key)
+    if value is None:
+        return ""
+    if isinstance(value, bool) or not isinstance(value, types):
+        kind = "a string or a number" if types == NAME_TYPES else "a string"
+        raise FileRefused(path, f"{where}{key} must be {kind}, not {_json_type(value)}")
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _array(item: Mapping[str, Any], key: str, path: str, where: str) -> list[Any]:
+    """`item[key]` as a list: absent or null is empty; a value of another type is refused."""
+    value = item.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise FileRefused(path, f"{where}{key} must be an array, not {_json_type(value)}")
+    return value
+
+
+def _json_type(value: Any) -> str:
+    names = {
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        str: "a string",
+        list: "an array",
+        dict: "an object",
+    }
+    return names.get(type(value), type(value).__name__)
 
 
 def _json_clause(item: Any, path: str, where: str, depth: int) -> Clause:
-    if not isinstance(item, Mapping) or not isinstance(item.get("number"), str | int) or item["number"] == "":
+    if not isinstance(item, Mapping) or not _string(item, "number", path, f"{where}.", NAME_TYPES).strip():
         raise FileRefused(path, f'{where}: an article must be an object with a "number"')
     if depth > MAX_DEPTH:
         raise FileRefused(path, f"{where}: articles nested deeper than {MAX_DEPTH} levels")
+    field = f"{where}."
     items = []
-    for n, entry in enumerate(item.get("items") or [], 1):
+    for n, entry in enumerate(_array(item, "items", path, field), 1):
         if isinstance(entry, Mapping):
-            items.append((_words(str(entry.get("label", n))), _words(str(entry.get("text", "")))))
+            place = f"{where}.items[{n - 1}]."
+            label = _string(entry, "label", path, place, NAME_TYPES) or str(n)
+            items.append((_words(label), _words(_string(entry, "text", path, place))))
+        elif isinstance(entry, str):
+            items.append((str(n), _words(entry)))
         else:
-            items.append((str(n), _words(str(entry))))
-    notes = tuple(
-        _words(note.get("text") if isinstance(note, Mapping) else str(note)) for note in item.get("notes") or []
-    )
+            raise FileRefused(path, f"{where}.items[{n - 1}] must be an object or a string, not {_json_type(entry)}")
+    notes = []
+    for n, note in enumerate(_array(item, "notes", path, field)):
+        if isinstance(note, Mapping):
+            notes.append(_words(_string(note, "text", path, f"{where}.notes[{n}].")))
+        elif isinstance(note, str):
+            notes.append(_words(note))
+        else:
+            raise FileRefused(path, f"{where}.notes[{n}] must be a string or an object, not {_json_type(note)}")
     children = tuple(
         _json_clause(child, path, f"{where}.articles[{n}]", depth + 1)
-        for n, child in enumerate(item.get("articles") or [])
+        for n, child in enumerate(_array(item, "articles", path, field))
     )
-    return Clause(str(item["number"]), _words(str(item.get("title", ""))), _words(str(item.get("text", ""))),
-                  tuple(items), notes, children)  # fmt: skip
+    number = _string(item, "number", path, field, NAME_TYPES).strip()
+    return Clause(number, _words(_string(item, "title", path, field)), _words(_string(item, "text", path, field)),
+                  tuple(items), tuple(notes), children)  # fmt: skip
 
 
 def _flatten(clause: Clause, above: tuple[str, ...]) -> Iterator[tuple[str, str, tuple[str, ...], str, str]]:

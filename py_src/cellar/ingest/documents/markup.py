@@ -6,10 +6,22 @@ item, preformatted block, table), each separated by a blank line, white space co
 `<pre>`, a table's cells joined by ` | ` one row a line; the units' offsets point into it. Scripts,
 styles and templates are dropped. `html.parser` is lenient (it never refuses a page), needs no
 dependency and runs in Pyodide; what it reads is text only, nothing is rendered or fetched.
+
+`<head>` may end without `</head>` (HTML makes it optional): it ends where a tag that cannot stand
+in a head starts (`<body>`, `<h1>`, `<p>`, ...) or where text does, as a browser reads it.
+
+`html.parser` is quadratic (or worse) on markup that never closes: at the end of the input it
+tries every `<` that opens no complete tag again over all the text after it (`<a` 80,000 times,
+160 KB, took 38 s). So a page is read in linear time by telling it beforehand what cannot close:
+a `<` after the page's last `>` is written as `&lt;` (no tag, comment or declaration can end
+without a `>`; html.parser would read it as text at the end anyway, as it now does at once), and
+a comment or marked section with no end after it is known to be incomplete at once rather than
+searched for to the end again at each `<!--`.
 """
 
 from __future__ import annotations
 
+import re
 from html.parser import HTMLParser
 
 from cellar.ingest.documents.blocks import Unit
@@ -18,7 +30,14 @@ HEADINGS = {f"h{level}": level for level in range(1, 7)}
 BLOCKS = {"p": "paragraph", "li": "list item", "pre": "code", "blockquote": "paragraph", "dd": "paragraph",
           "dt": "paragraph", "figcaption": "paragraph", "caption": "paragraph"}  # fmt: skip
 CONTAINERS = {"div", "section", "article", "main", "body", "header", "footer", "ul", "ol", "dl", "nav", "aside"}
-DROPPED = {"script", "style", "template", "noscript", "head", "title"}
+DROPPED = {"script", "style", "template", "noscript", "title"}
+# What may stand in a <head>: any other start tag ends a head left without its </head>.
+HEAD = {"html", "head", "title", "base", "link", "meta", "style", "script", "noscript", "template"}
+# Necessary for a comment or a marked section to end: a `-->` (`--!>`, `-- >`: each version of
+# html.parser has its own rule, all of them end in `--` and `>`) or a `]>` (`]]>`). When no match
+# starts after a `<!--` or `<![`, it cannot end, whatever the version.
+COMMENT_END = re.compile(r"--[\s!]*>")
+SECTION_END = re.compile(r"]\s*>")
 
 
 class _Extractor(HTMLParser):
@@ -33,6 +52,8 @@ class _Extractor(HTMLParser):
         self.pre = 0
         self.cells = 0
         self.title = ""
+        self.head = False  # inside a <head> (dropped) until </head> or what ends it implicitly
+        self.ends: dict[str, tuple[str, int]] = {}  # pattern -> (the text searched, its last match)
 
     # -- writing --------------------------------------------------------------------------------
 
@@ -73,12 +94,47 @@ class _Extractor(HTMLParser):
         else:
             self.units.append(Unit(kind, start, end))
 
+    # -- bounding html.parser's searches -------------------------------------------------------
+
+    def last_end(self, pattern: re.Pattern[str]) -> int:
+        """Where the last match of `pattern` in the parser's buffer starts (-1: none), found once
+        per buffer (html.parser keeps one from `feed` to `close`), so each `<!--` asks in O(1)."""
+        text, last = self.ends.get(pattern.pattern, ("", -1))
+        if text is not self.rawdata:
+            text, last = self.rawdata, -1
+            for match in pattern.finditer(text):
+                last = match.start()
+            self.ends[pattern.pattern] = (text, last)
+        return last
+
+    def parse_comment(self, i: int, report: bool = True) -> int:
+        if self.last_end(COMMENT_END) < i + 2:  # `<!-->` ends at i + 2 in some versions
+            return -1  # incomplete: html.parser reads it as text up to the next `>`
+        result: int = super().parse_comment(i, report)
+        return result
+
+    def parse_marked_section(self, i: int, report: bool = True) -> int:
+        if self.last_end(SECTION_END) < i + 3:
+            return -1
+        try:
+            result: int = super().parse_marked_section(i, report)
+        except AssertionError:
+            # `<![foo[` or `<![ x`: html.parser's base asserts on a keyword it does not know;
+            # a browser reads it as a comment up to the next `>`, and so is it read here.
+            result = self.parse_bogus_comment(i, report)
+        return result
+
     # -- parsing --------------------------------------------------------------------------------
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "head":
+            self.head = True
+            return
+        if self.head and tag not in HEAD:
+            self.head = False
         if tag in DROPPED:
             self.dropped += 1
-        elif self.dropped:
+        elif self.dropped or self.head:
             return
         elif tag == "table":
             if not self.table:
@@ -102,9 +158,11 @@ class _Extractor(HTMLParser):
         return self.block[1] if self.block is not None else 0
 
     def handle_endtag(self, tag: str) -> None:
-        if tag in DROPPED:
+        if tag == "head":
+            self.head = False
+        elif tag in DROPPED:
             self.dropped = max(0, self.dropped - 1)
-        elif self.dropped:
+        elif self.dropped or self.head:
             return
         elif tag == "table":
             self.table = max(0, self.table - 1)
@@ -121,6 +179,10 @@ class _Extractor(HTMLParser):
     def handle_data(self, data: str) -> None:
         if self.dropped:
             return
+        if self.head:
+            if not data.strip():
+                return
+            self.head = False  # text cannot stand in a head: the body has begun
         if self.block is None:
             if not data.strip():
                 return
@@ -142,7 +204,15 @@ class _Extractor(HTMLParser):
 def html_units(data: str) -> tuple[str, list[Unit]]:
     """The extracted text of an HTML page and its units."""
     extractor = _Extractor()
-    extractor.feed(data)
+    extractor.feed(_open_brackets_as_text(data))
     extractor.close()
     extractor.close_block()
     return "".join(extractor.parts), extractor.units
+
+
+def _open_brackets_as_text(data: str) -> str:
+    """`data` with each `<` after its last `>` written `&lt;`: nothing can close there, and
+    html.parser would try each one against all the text after it (see the module docstring)."""
+    last = data.rfind(">")
+    tail = data[last + 1 :]
+    return data if "<" not in tail else data[: last + 1] + tail.replace("<", "&lt;")

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from cellar.ingest.discovery import FileRefused
-from cellar.ingest.documents.blocks import Block, Extracted, joined, utf8_text
+from cellar.ingest.documents.blocks import Block, Extracted, joined, refuse_lone_surrogates, utf8_text
 
 ID_COLUMNS = ("id", "note_id")
 TEXT_COLUMNS = ("text", "description", "remarks")
@@ -48,7 +48,10 @@ def records_from_jsonl(data: bytes, path: str) -> Extracted:
     """The notes of a JSON Lines file: one object per line."""
     rows: list[tuple[int, Mapping[str, Any]]] = []
     header: dict[str, None] = {}
-    for number, line in enumerate(utf8_text(data, path).splitlines(), 1):
+    # Lines end at "\n" alone (a "\r" before it dropped): JSON Lines' own rule. `splitlines`
+    # also splits at U+2028, U+2029, U+0085 and others, which JSON allows unescaped in a string.
+    for number, line in enumerate(utf8_text(data, path).split("\n"), 1):
+        line = line.removesuffix("\r")
         if not line.strip():
             continue
         try:
@@ -59,6 +62,7 @@ def records_from_jsonl(data: bytes, path: str) -> Extracted:
             raise FileRefused(path, f"line {number}: JSON nested too deeply for this reader") from None
         if not isinstance(row, dict):
             raise FileRefused(path, f"line {number} is not a JSON object")
+        refuse_lone_surrogates(row, line, path, f"line {number}: ")
         header.update(dict.fromkeys(row))
         rows.append((number, row))
     return _notes(path, list(header), rows, "jsonl")
