@@ -23,6 +23,7 @@ import errno
 import os
 import stat
 from pathlib import PurePath
+from typing import Any
 
 DOCUMENT_SUFFIXES = (
     ".ipynb",
@@ -77,6 +78,26 @@ def printable(name: str) -> str:
     """A file name as text that can always be printed and stored: bytes that are not UTF-8
     (kept by `os.fsdecode` as surrogate escapes) shown as `\\xNN`."""
     return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def lone_surrogate(raw: Any) -> str | None:
+    """What is wrong with decoded JSON `raw` when one of its strings (a key or a value) holds a
+    lone surrogate (a `\\udXXX` escape with no pair), else None: it has no UTF-8 form, so no
+    chunk, record or shard could hold it. Walked without recursion."""
+    stack = [raw]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            stack += value.keys()
+            stack += value.values()
+        elif isinstance(value, list):
+            stack += value
+        elif isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as error:
+                return f"a string holds a lone surrogate ({value[error.start]!a}), which has no UTF-8 form"
+    return None
 
 
 def relative_path(file_path: str | os.PathLike[str], root: str | os.PathLike[str]) -> str:

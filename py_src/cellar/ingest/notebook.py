@@ -26,7 +26,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
-from cellar.ingest.discovery import FileRefused, read_document, relative_path
+from cellar.ingest.discovery import FileRefused, lone_surrogate, read_document, relative_path
 from cellar.ingest.provenance import revision
 
 __all__ = [
@@ -175,22 +175,9 @@ def load_notebook(file_path: str | os.PathLike[str], root: str | os.PathLike[str
 
 
 def _check_surrogates(raw: Any, path: str) -> None:
-    """Refuse strings with a lone surrogate (a `\\udXXX` escape with no pair): they have no UTF-8
-    form, so no chunk, record or shard could hold them. Walked without recursion."""
-    stack = [raw]
-    while stack:
-        value = stack.pop()
-        if isinstance(value, dict):
-            stack += value.keys()
-            stack += value.values()
-        elif isinstance(value, list):
-            stack += value
-        elif isinstance(value, str):
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError as error:
-                problem = f"a string holds a lone surrogate ({value[error.start]!a}), which has no UTF-8 form"
-                raise NotebookError(path, problem) from None
+    problem = lone_surrogate(raw)
+    if problem:
+        raise NotebookError(path, problem)
 
 
 def _parse(raw: Any, path: str) -> tuple[int, int, dict[str, Any], tuple[Cell, ...]]:

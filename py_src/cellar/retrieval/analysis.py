@@ -42,13 +42,14 @@ from dataclasses import dataclass
 from itertools import chain
 from typing import Any
 
+from cellar.ingest.discovery import lone_surrogate
+
 # One raw token: a number with thousands separators, a number with a decimal comma, or a run of word
 # characters joined by single dots or hyphens (identifiers, dotted names, codes, decimals, dates).
 _TOKEN = re.compile(r"[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?(?!\d|,\d)|\d+,\d+|\w+(?:[.\-]\w+)*")
 _THOUSANDS = re.compile(r"[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?(?:e[+-]?\d+)?")
 _SEPARATORS = re.compile(r"[.\-_]+")
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
 # Parts of an identifier piece: acronym before a capitalised word (HTTPServer), a word (an optional
 # capital, then letters other than ASCII capitals, so ``straße`` and ``Δp`` stay whole), a trailing
 # acronym, digits.
@@ -109,7 +110,7 @@ class AnalyzerSettings:
         for key, value in glossary:
             if not (isinstance(key, str) and isinstance(value, str) and key.strip() and value.strip()):
                 raise ValueError(f"glossary entry {key!r} -> {value!r}: both sides must be non-empty strings")
-            if not (key + value).isascii() and _SURROGATE.search(key + value):  # no UTF-8 spells one
+            if lone_surrogate([key, value]):  # no UTF-8 spells one
                 raise ValueError(f"glossary entry {key!r} -> {value!r}: a lone surrogate is no character")
         # Frozen: the coercions above (list -> tuple, mapping -> pairs) must bypass __setattr__.
         object.__setattr__(self, "languages", languages)

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from cellar.ingest.discovery import FileRefused
+from cellar.ingest.discovery import FileRefused, lone_surrogate
 
 SOURCES = ("document", "clauses", "records")  # what a non-notebook file is, as a source
 BLOCK_KINDS = ("heading", "paragraph", "list item", "table", "code", "clause", "note", "record")
@@ -88,22 +88,9 @@ def refuse_lone_surrogates(raw: Any, source: str, path: str, where: str = "") ->
     surrogate (a `\\udXXX` escape without its pair): it has no UTF-8 form, so no chunk, record
     or shard could hold it (as for a notebook, `cellar.ingest.notebook`). `source` is the JSON
     text `raw` came from; `where` (`line 3: `) says where in the file. Walked without recursion."""
-    if not ESCAPED_SURROGATE.search(source):
-        return
-    stack = [raw]
-    while stack:
-        value = stack.pop()
-        if isinstance(value, dict):
-            stack += value.keys()
-            stack += value.values()
-        elif isinstance(value, list):
-            stack += value
-        elif isinstance(value, str):
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError as error:
-                problem = f"a string holds a lone surrogate ({value[error.start]!a}), which has no UTF-8 form"
-                raise FileRefused(path, where + problem) from None
+    problem = lone_surrogate(raw) if ESCAPED_SURROGATE.search(source) else None
+    if problem:
+        raise FileRefused(path, where + problem)
 
 
 def assemble(text: str, units: Iterable[Unit]) -> tuple[Block, ...]:
