@@ -370,6 +370,14 @@ def test_a_records_line_with_unicode_line_separators_in_a_string_is_one_note():
     assert quotes(doc) == [text, "x"] and [block.citation for block in doc.blocks] == ["A", "B"]
 
 
+def test_a_records_csv_with_one_very_long_note_keeps_all_its_notes():
+    # the csv module refused a field past 131,072 characters, and with it every note of the file
+    long = " ".join(["bearing noise"] * 20_000)
+    data = f'id,text\nA,"{long}"\nB,seal replaced\n'.encode()
+    doc = extract(data, "n.records.csv")
+    assert quotes(doc) == [long, "seal replaced"]
+
+
 @pytest.mark.parametrize(
     "markup",
     ["<a" * 80_000, "</" * 300_000, "<?" * 300_000, "<a x='" * 40_000, "<a " * 60_000,

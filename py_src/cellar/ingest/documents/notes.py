@@ -24,8 +24,12 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from cellar.ingest.discovery import FileRefused
+from cellar.ingest.discovery import MAX_FILE_BYTES, FileRefused
 from cellar.ingest.documents.blocks import Block, Extracted, joined, refuse_lone_surrogates, utf8_text
+
+# The csv module refuses a field past 131,072 characters, and with it the whole file; a note may
+# be as long as its file (its text is cut where any document's is, with a warning).
+csv.field_size_limit(MAX_FILE_BYTES)
 
 ID_COLUMNS = ("id", "note_id")
 TEXT_COLUMNS = ("text", "description", "remarks")
