@@ -272,6 +272,7 @@ class PyodideHost:
             start_new_session=True,  # no signal a notebook sends to its process group reaches ours
         )
         self._next_id = 0
+        self._closed = False
         self._received = bytearray()  # stdout as read, up to the line not yet complete
         self._scanned = 0  # how much of it holds no line end
         self._read_reply(0, start_timeout)
@@ -344,7 +345,11 @@ class PyodideHost:
     def close(self) -> None:
         """End the Node process: its stdin closed, then killed with its whole process group if it
         lingers. The group, not the process alone: Node runs under `unshare`, and a notebook that
-        changes its user (process.setuid) clears the signal that would end Node with `unshare`."""
+        changes its user (process.setuid) clears the signal that would end Node with `unshare`.
+        Once only: after that the group's id may belong to another process's group."""
+        if self._closed:
+            return
+        self._closed = True
         if self._process.poll() is None and self._process.stdin is not None:
             try:
                 self._process.stdin.close()
