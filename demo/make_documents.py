@@ -49,6 +49,11 @@ def pdf_bytes(pages: Sequence[Sequence[str | tuple[int, str]]], scanned: int = 0
         body += [_pdf_line(line) for line in lines]
         streams.append(b"\n".join([*body, b"ET"]))
     streams += [b"0.5 g 56 400 480 380 re f"] * scanned  # a grey box: what a scan's image stands for
+    return pdf_of_streams(streams)
+
+
+def pdf_of_streams(streams: Sequence[bytes]) -> bytes:
+    """A PDF of one page per content stream, Helvetica as /F1."""
     objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"", b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>"]  # fmt: skip
     kids = []
     for stream in streams:

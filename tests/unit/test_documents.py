@@ -439,29 +439,9 @@ def test_a_docx_cell_merged_down_many_rows_repeats_its_text_in_linear_time():
     assert doc.text.splitlines() == [f"cat | {n}" for n in range(2000)]
 
 
-def _pdf_of_stream(stream: bytes) -> bytes:
-    """A one-page PDF whose content stream is `stream` (Helvetica as /F1)."""
-    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [4 0 R] /Count 1 >>",
-               b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>",
-               b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Resources << /Font << /F1 3 0 R >> >> "
-               b"/Contents 5 0 R >>",
-               b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream)]  # fmt: skip
-    out = io.BytesIO()
-    out.write(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, 1):
-        offsets.append(out.tell())
-        out.write(b"%d 0 obj\n%s\nendobj\n" % (number, body))
-    xref = out.tell()
-    out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1))
-    out.write(b"".join(b"%010d 00000 n \n" % offset for offset in offsets))
-    out.write(b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref))
-    return out.getvalue()
-
-
 def test_a_pdf_page_too_large_for_layout_mode_is_read_in_plain_mode_with_a_warning():
     # pypdf's layout mode is quadratic in a text object's positioning operators: 155 s for this page
-    data = _pdf_of_stream(b"BT /F1 10 Tf 56 790 Td " + b"(x) Tj 1 0 Td " * 20_000 + b"ET")
+    data = WRITERS.pdf_of_streams([b"BT /F1 10 Tf 56 790 Td " + b"(x) Tj 1 0 Td " * 20_000 + b"ET"])
     with pytest.warns(UserWarning, match=r"archive/big\.pdf: page 1 has too many text operators for layout mode"):
         doc = extract(data, "archive/big.pdf")
     assert doc.text.count("x") == 20_000 and doc.blocks
