@@ -189,3 +189,23 @@ def test_a_state_left_by_another_version_is_not_used(archive, tmp_path, monkeypa
     monkeypatch.setattr(sharding, "kmeans", lambda *a, **k: calls.append("kmeans") or kmeans(*a, **k))
     assert main(["index", str(root), "--out", str(out), "--workers", "1"]) == 0
     assert calls == ["kmeans"] and _on_disk(out) == _cold(root)
+
+
+def test_a_change_to_the_gzip_code_is_a_new_pipeline_and_a_new_recipe(tmp_path, monkeypatch):
+    # Containers (cached per file) and shard files (taken from the previous version by their raw
+    # content) are gzip bytes: another level or format in cellar.retrieval.packing must redo
+    # them, or an incremental build would keep the old bytes where a cold build writes new ones.
+    from cellar.retrieval import incremental, packing
+    from cellar.retrieval.analysis import AnalyzerSettings
+
+    package = tmp_path / "cellar"
+    shutil.copytree(incremental._PACKAGE, package)
+    model, settings = load_model(MODEL), AnalyzerSettings()
+    monkeypatch.setattr(incremental, "_PACKAGE", package)
+    monkeypatch.setattr(packing, "__file__", str(package / "retrieval" / "packing.py"))
+    pipeline, recipe = incremental.pipeline_version(model, settings, ()), publish._recipe()
+
+    edited = package / "retrieval" / "packing.py"
+    edited.write_text(edited.read_text().replace("COMPRESS_LEVEL = 6", "COMPRESS_LEVEL = 9"))
+    assert incremental.pipeline_version(model, settings, ()) != pipeline
+    assert publish._recipe() != recipe

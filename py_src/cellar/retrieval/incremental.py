@@ -58,6 +58,7 @@ PIPELINE_SOURCES = (
     "retrieval/analysis.py",
     "retrieval/embedding.py",
     "retrieval/incremental.py",
+    "retrieval/packing.py",  # a container's bytes
 )
 
 

@@ -63,9 +63,16 @@ def unpack(data: bytes) -> tuple[Any, dict[str, np.ndarray]]:
     return header["meta"], arrays
 
 
+COMPRESS_LEVEL = 6
+# gzip's default. Measured on the files of a 41,000-notebook shard: level 9 wrote the postings at
+# 10 MB/s against 22 MB/s at 6, for files 0.8 % smaller (containers 0.4 %, clusters the same),
+# and a large archive's build gzips every partition again after any change. Inflating is as
+# fast either way.
+
+
 def compress(data: bytes) -> bytes:
-    """gzip at level 9 with no time stamp: deterministic."""
-    return gzip.compress(data, compresslevel=9, mtime=0)
+    """gzip at ``COMPRESS_LEVEL`` with no time stamp: deterministic."""
+    return gzip.compress(data, compresslevel=COMPRESS_LEVEL, mtime=0)
 
 
 def hashed(role: str, compressed: bytes, extension: str = "bin") -> str:

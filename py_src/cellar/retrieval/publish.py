@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from cellar.retrieval import ivf, sharding
+from cellar.retrieval import ivf, packing, sharding
 from cellar.retrieval.embedding import StaticModel
 from cellar.retrieval.index import Index
 from cellar.retrieval.packing import pack, unpack
@@ -146,9 +146,9 @@ def _keep(state: Path, checksum: str, made: Made) -> None:
 
 
 def _recipe() -> list[str]:
-    """What else decides the IVF fit besides the vectors: the code that makes it, and NumPy's
-    version (its arithmetic); another recipe fits again."""
-    code = Path(sharding.__file__).read_bytes() + Path(ivf.__file__).read_bytes()
+    """What else decides the IVF fit and a file's gzip besides the content: the code that makes
+    them, and NumPy's version (its arithmetic); another recipe fits and compresses again."""
+    code = b"".join(Path(str(module.__file__)).read_bytes() for module in (sharding, ivf, packing))
     return [hashlib.sha256(code).hexdigest(), np.__version__]
 
 
