@@ -35,7 +35,6 @@ OUTPUT_KINDS = ("table", "scalar", "stream")
 LOCATE_KINDS = ("code", "plot")
 SECOND_OF_A_KIND = 0.9  # a second chunk of a kind leads too when it scores this share of the kind's best
 SECOND_KINDS = ("code", "table", "scalar", "stream", "plot")  # not markdown: its windows share a heading
-INTENTS = ("value", "locate", "explain")
 
 _DIGIT = re.compile(r"\d")
 # Words that ask for an explanation, English and Dutch (a question that also names a number asks

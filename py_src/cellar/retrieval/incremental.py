@@ -2,7 +2,7 @@
 
 In: an archive file's bytes (read and checked in the main process), the pipeline's settings.
 Out: a ``Part``: that file's chunk records packed in its shard container, their BM25 terms, int8
-vectors, cells, outputs and kinds, its notebook-table fields and problems; ``cellar.retrieval.index`` assembles parts into an Index in path order,
+vectors and kinds, its notebook-table fields and problems; ``cellar.retrieval.index`` assembles parts into an Index in path order,
 so an index made from cached parts is the same, byte for byte, as one made cold.
 
 The cache is addressed by content: ``key`` is the SHA-256 of the file's bytes, the pipeline's
@@ -91,7 +91,7 @@ class Task:
 @dataclass
 class Part:
     """What one file contributes to the index (``error`` set: the file is skipped): per chunk, its
-    BM25 terms, int8 vector and scale, cell, output and kind code; and its ``entries``, the rows
+    BM25 terms, int8 vector and scale, and kind code; and its ``entries``, the rows
     it adds to the notebooks table (``make_part``): one for a notebook or a document, one per note
     of a records file (``entry_groups``). An entry is ``{"notebook": its table fields, "container":
     its chunk records and vectors (``cellar.retrieval.packing.container``, compressed bytes),
@@ -104,8 +104,6 @@ class Part:
     terms: list[list[str]] = field(default_factory=list)
     vectors: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int8))
     scales: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
-    cells: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))  # -1: a plain document
-    outputs: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))  # -1: a cell's source
     kinds: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint8))  # codes into KINDS
     entries: list[dict[str, Any]] = field(default_factory=list)
     render: tuple[str, str | None, str | None] | None = None  # (status, reason, rendered)
@@ -136,7 +134,7 @@ def make_part(
     if len(revisions) != 1:
         raise ValueError(f"{path}: chunk records from {len(revisions)} revisions")
     file_revision = revisions.pop()
-    cells = np.array([_or_minus(record["cell"]) for record in records], dtype=np.int32)
+    cells = [record["cell"] for record in records if record["cell"] is not None]
     first_meta = records[0].get("meta", {})
     groups = entry_groups(records)
     if len(groups) > 1 or first_meta.get("entry"):  # a records file: each note an entry, titled by its citation
@@ -144,7 +142,7 @@ def make_part(
         own = [{"title": str(m.get("citation", m.get("entry"))), "cells": 0, "entry": m.get("entry")} for m in metas]
     else:
         heading = next((r["meta"]["headings"][0] for r in records if r.get("meta", {}).get("headings")), None)
-        highest = int(cells.max()) + 1 if (cells >= 0).any() else 0
+        highest = max(cells) + 1 if cells else 0
         own = [
             {
                 "title": title or heading or PurePosixPath(path).stem,
@@ -169,8 +167,6 @@ def make_part(
         terms,
         vectors,
         scales,
-        cells,
-        np.array([_or_minus(record["output"]) for record in records], dtype=np.int32),
         np.array([KINDS.index(record["kind"]) for record in records], dtype=np.uint8),
         entries,
     )
@@ -194,10 +190,6 @@ def entry_groups(records: Sequence[ChunkRecord]) -> list[list[ChunkRecord]]:
             current = entry
         groups[-1].append(record)
     return groups
-
-
-def _or_minus(value: int | None) -> int:
-    return -1 if value is None else value
 
 
 def _entries(described: Sequence[Mapping[str, Any]], arrays: Mapping[str, np.ndarray]) -> list[dict[str, Any]]:
@@ -239,13 +231,9 @@ def pipeline_version(model: StaticModel, settings: AnalyzerSettings, rules: Sequ
     return hashlib.sha256(json.dumps(described, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
-def task_key(pipeline: str, data: bytes, render: Any = None) -> str:
-    return digest_key(pipeline, hashlib.sha256(data).hexdigest(), render)
-
-
 def digest_key(pipeline: str, digest: str, render: Any = None) -> str:
-    """``task_key`` of a file whose bytes' SHA-256 is ``digest`` (known without reading the file:
-    ``cellar.retrieval.stamps``)."""
+    """A file's cache key: the pipeline, the SHA-256 of its bytes (``digest``, known without
+    reading the file when its stamp holds: ``cellar.retrieval.stamps``) and its re-render."""
     return hashlib.sha256(json.dumps([pipeline, digest, render], sort_keys=True).encode()).hexdigest()
 
 
@@ -410,7 +398,7 @@ class Cache:
             part.render = tuple(meta["render"]) if meta["render"] else None
             if part.error is None:
                 part.vectors, part.scales = arrays["vectors"], arrays["scales"]
-                part.cells, part.outputs, part.kinds = arrays["cells"], arrays["outputs"], arrays["kinds"]
+                part.kinds = arrays["kinds"]
                 part.terms = meta["terms"] if meta["terms"] is not None else _split(arrays)
                 part.entries = _entries(meta["entries"], arrays)
                 part.document = arrays["document"].tobytes() if meta.get("document") else None
@@ -434,8 +422,6 @@ class Cache:
                 "entry_sizes": np.array([len(e["container"]) for e in part.entries], dtype=np.int64),
                 "vectors": part.vectors,
                 "scales": part.scales,
-                "cells": part.cells,
-                "outputs": part.outputs,
                 "kinds": part.kinds,
                 "terms": np.frombuffer(SEPARATOR.join(t for terms in part.terms for t in terms).encode(), np.uint8),
                 "term_counts": np.array([len(terms) for terms in part.terms], dtype=np.int32),

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import PurePath
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import numpy as np
 
@@ -32,9 +32,6 @@ from cellar.retrieval.bm25 import BM25
 from cellar.retrieval.embedding import StaticModel, quantise_rows
 from cellar.retrieval.incremental import Part, Render, embedded_text, make_part, part_records
 from cellar.retrieval.packing import container_records
-
-if TYPE_CHECKING:  # chunking is imported where files are read: the query path does not need it
-    from cellar.ingest.chunks import Chunked
 
 # Files below an archive's root that describe or serve the archive rather than belong to it,
 # as patterns on the path relative to the root (``/`` separators; ``*`` also crosses folders):
@@ -57,8 +54,6 @@ class Index:
     vectors: np.ndarray  # int8 (n_chunks, dims)
     scales: np.ndarray  # float32 (n_chunks,): embedding = vectors * scales[:, None]
     chunk_notebook: np.ndarray  # int32 notebook number per chunk
-    chunk_cell: np.ndarray  # int32 cell index, -1 for a plain document
-    chunk_output: np.ndarray  # int32 output index, -1 for a cell's source
     chunk_kind: np.ndarray  # uint8 index into KINDS
     analyzer: AnalyzerSettings
     model_id: str
@@ -167,8 +162,6 @@ def index_from_parts(
         chunk_notebook=np.repeat(
             np.arange(len(notebooks), dtype=np.int32), [entry["end"] - entry["start"] for entry in notebooks]
         ),
-        chunk_cell=np.concatenate([part.cells for part in chosen]),
-        chunk_output=np.concatenate([part.outputs for part in chosen]),
         chunk_kind=np.concatenate([part.kinds for part in chosen]),
         analyzer=analyzer,
         model_id=model.id,
@@ -422,21 +415,6 @@ def _task(
     fresh_hash = None if fresh is None else hashlib.sha256(fresh).hexdigest()
     key = digest_key(pipeline, digest, [entry, fresh_hash, problem, fresh_file])
     return Task(path, data, key, True, entry, fresh, problem, fresh_file)
-
-
-def with_render(
-    chunked: Chunked,
-    entry: Mapping[str, Any] | None,
-    rerendered: str | os.PathLike[str],
-    rules: Sequence[Any] = (),
-) -> tuple[Chunked, Render, str | None]:
-    """``cellar.retrieval.incremental.with_fresh`` for a notebook whose fresh copy is read from
-    ``rerendered``, the output folder of ``cellar rerender``."""
-    from cellar.retrieval.incremental import with_fresh
-
-    fresh_file = os.fspath(PurePath(rerendered, getattr(chunked.source, "path", "")))
-    fresh, problem = _read_fresh(fresh_file) if entry is not None else (None, None)
-    return with_fresh(chunked, entry, fresh, problem, fresh_file, rules)
 
 
 def _read_fresh(fresh_file: str) -> tuple[bytes | None, str | None]:

@@ -22,7 +22,6 @@ from typing import Any
 from cellar.ingest.discovery import FileRefused, lone_surrogate
 
 SOURCES = ("document", "clauses", "records")  # what a non-notebook file is, as a source
-BLOCK_KINDS = ("heading", "paragraph", "list item", "table", "code", "clause", "note", "record")
 
 
 @dataclass(frozen=True)
