@@ -128,11 +128,14 @@ def test_the_technical_table_gives_a_words_engineering_sense_and_names_a_compoun
     ]
     # FreeDict lacks these words, or gives only their everyday senses, or reads a word as a
     # compound of unrelated parts (weerstand: weather + stand)
-    assert [t.english[0] for t in Translator(table).translate(["weerstand", "belasting", "gegevens", "onderhoud"])] == [
-        "resistance",
-        "load",
-        "data",
-        "maintenance",
+    words = ["weerstand", "belasting", "gegevens", "onderhoud", "kookpunt", "steekproef"]
+    assert [t.english for t in Translator(table).translate(words)] == [
+        ("resistance",),
+        ("load",),
+        ("data",),
+        ("maintenance",),
+        ("boiling", "point"),
+        ("sample",),
     ]
     # a damaged technical table is refused, naming its file
     folder = tmp_path / "t"
