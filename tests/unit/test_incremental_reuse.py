@@ -16,7 +16,8 @@ import cellar.ingest.discovery as discovery
 import cellar.retrieval.sharding as sharding
 from cellar.cli import main
 from cellar.ingest.synth import generate_archive, mutate_archive
-from cellar.retrieval import publish
+from cellar.retrieval import incremental, packing, publish
+from cellar.retrieval.analysis import AnalyzerSettings
 from cellar.retrieval.embedding import default_model_dir, load_model
 from cellar.retrieval.index import build_index_from_directory
 from cellar.retrieval.publish import write_shard
@@ -195,9 +196,6 @@ def test_a_change_to_the_gzip_code_is_a_new_pipeline_and_a_new_recipe(tmp_path, 
     # Containers (cached per file) and shard files (taken from the previous version by their raw
     # content) are gzip bytes: another level or format in cellar.retrieval.packing must redo
     # them, or an incremental build would keep the old bytes where a cold build writes new ones.
-    from cellar.retrieval import incremental, packing
-    from cellar.retrieval.analysis import AnalyzerSettings
-
     package = tmp_path / "cellar"
     shutil.copytree(incremental._PACKAGE, package)
     model, settings = load_model(MODEL), AnalyzerSettings()
