@@ -55,8 +55,9 @@ remove(self.navigator, ["storage", "storageBuckets"]);
 // enforces is the page's Content-Security-Policy (inherited by the worker: connect-src, worker-src
 // and script-src 'self', no eval) and the worker's own lifetime (terminated after the run); these
 // deletions are a second layer, made before Python starts: every request API, every channel to
-// other contexts of the origin (Web Locks among them), origin storage, and nested workers. The page's channel back
-// (postMessage) is kept, privately: Python finds no `postMessage` to forge a result with.
+// other contexts of the origin (Web Locks among them), origin storage, and nested workers. The
+// page's channel back (postMessage) is kept, privately: Python finds no `postMessage` to forge a
+// result with.
 const WAYS_OUT = [
   "XMLHttpRequest", "WebSocket", "WebSocketStream", "WebTransport", "EventSource", "importScripts",
   "BroadcastChannel", "Worker", "SharedWorker", "FontFace", "fonts",

@@ -149,11 +149,11 @@ def _json_type(value: Any) -> str:
 
 
 def _json_clause(item: Any, path: str, where: str, depth: int) -> Clause:
-    if not isinstance(item, Mapping) or not _string(item, "number", path, f"{where}.", NAME_TYPES).strip():
+    field = f"{where}."
+    if not isinstance(item, Mapping) or not (number := _string(item, "number", path, field, NAME_TYPES).strip()):
         raise FileRefused(path, f'{where}: an article must be an object with a "number"')
     if depth > MAX_DEPTH:
         raise FileRefused(path, f"{where}: articles nested deeper than {MAX_DEPTH} levels")
-    field = f"{where}."
     items = []
     for n, entry in enumerate(_array(item, "items", path, field), 1):
         if isinstance(entry, Mapping):
@@ -176,7 +176,6 @@ def _json_clause(item: Any, path: str, where: str, depth: int) -> Clause:
         _json_clause(child, path, f"{where}.articles[{n}]", depth + 1)
         for n, child in enumerate(_array(item, "articles", path, field))
     )
-    number = _string(item, "number", path, field, NAME_TYPES).strip()
     return Clause(number, _words(_string(item, "title", path, field)), _words(_string(item, "text", path, field)),
                   tuple(items), tuple(notes), children)  # fmt: skip
 

@@ -139,8 +139,8 @@ def markdown_units(text: str) -> list[Unit]:
             found.start("code", start, end)
         elif not line.strip():
             found.close()
-        elif atx and heading_title(atx[1]):
-            found.heading(start, end, atx[0], heading_title(atx[1]))
+        elif atx and (title := heading_title(atx[1])):
+            found.heading(start, end, atx[0], title)
         elif SETEXT.fullmatch(line) and found.open is not None and found.open.kind == "paragraph":
             first = found.open.start
             if "\n" not in text[first : found.open.end].strip():
