@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from cellar.retrieval.analysis import Analyzer
-from cellar.retrieval.bm25 import BM25
+from cellar.retrieval.bm25 import BM25, READING_WEIGHT, reading
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bm25"
 
@@ -128,6 +128,21 @@ def test_the_lucene_formula_by_hand():
     np.testing.assert_allclose(bm.score(["tank"])[2], idf_tank * 3 / (3 + 1.2 * (0.25 + 0.75 * 3 / avgdl)), rtol=1e-6)
     # A shorter document with the same term frequency scores higher (length normalisation b).
     assert bm.score(["pump"])[1] > bm.score(["pump"])[0]
+
+
+def test_a_reading_counts_half_an_occurrence_in_frequency_and_length():
+    """A Dutch chunk's English reading (``reading``) is a weighted field, as in BM25F: its term
+    counts READING_WEIGHT of an occurrence, a word of the text and its reading add up, and the
+    document's length counts it at that weight; the vocabulary holds the term once."""
+    bm = BM25.build([["pomp", reading("pump")], ["pump"], ["pump", reading("pump")], ["valve", "valve"]])
+    assert bm.terms == ["pomp", "pump", "valve"]
+    avgdl = (1.5 + 1 + 1.5 + 2) / 4
+    idf = math.log(1 + (4 - 3 + 0.5) / (3 + 0.5))
+    expected = [
+        idf * tf / (tf + 1.2 * (0.25 + 0.75 * dl / avgdl)) for tf, dl in ((READING_WEIGHT, 1.5), (1, 1), (1.5, 1.5))
+    ]
+    np.testing.assert_allclose(bm.score(["pump"])[:3], expected, rtol=1e-6)
+    assert 0 < bm.score(["pump"])[0] < bm.score(["pump"])[1] < bm.score(["pump"])[2]
 
 
 def test_unknown_and_empty_queries_score_zero():

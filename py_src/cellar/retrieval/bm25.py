@@ -11,6 +11,12 @@ query is the sum of its terms' columns: a handful of NumPy slices, no scipy, fas
 
 A query term that occurs twice adds its column twice, as in bm25s (whose ``get_scores`` keeps
 duplicates); terms missing from the vocabulary are ignored.
+
+A document's term may be marked as a reading of its text rather than a word of it (``reading``:
+a Dutch chunk's English translations, ``cellar.retrieval.incremental.chunk_terms``): such an
+occurrence counts ``READING_WEIGHT`` of one, in its term's frequency and in the document's
+length, as BM25F weighs a field (Robertson et al., 2004). A translation is less sure than the
+word it translates; a query reads a Dutch question's translations at the same weight.
 """
 
 from __future__ import annotations
@@ -20,6 +26,14 @@ from dataclasses import dataclass, field
 from itertools import chain
 
 import numpy as np
+
+READING = "\x01"  # marks a document's term as a reading of its text (``reading``)
+READING_WEIGHT = 0.5  # what such an occurrence counts
+
+
+def reading(term: str) -> str:
+    """``term`` marked as a reading of a document's text (see the module docstring)."""
+    return READING + term
 
 
 @dataclass(eq=False)
@@ -47,12 +61,19 @@ class BM25:
 
     @classmethod
     def build(cls, docs: Sequence[Sequence[str]], k1: float = 1.2, b: float = 0.75) -> BM25:
-        """The score matrix of ``docs`` (one list of terms per document, with repeats)."""
+        """The score matrix of ``docs`` (one list of terms per document, with repeats; a term
+        marked by ``reading`` counts ``READING_WEIGHT``)."""
         n_docs = len(docs)
         if n_docs == 0:
             raise ValueError("BM25 needs at least one document")
-        terms = sorted(set().union(*docs))
+        names = set().union(*docs)
+        terms = sorted({name.removeprefix(READING) for name in names})
         column = {term: j for j, term in enumerate(terms)}
+        # A marked term's occurrences get a column of their own past the vocabulary's, folded
+        # into its term's column once counted.
+        column.update(
+            {name: len(terms) + column[name.removeprefix(READING)] for name in names if name.startswith(READING)}
+        )
         # np.repeat and np.bincount want native (intp) integers, and Pyodide (wasm32) is 32-bit.
         lengths = np.fromiter(map(len, docs), dtype=np.intp, count=n_docs)
         # Every occurrence as one int64 key col * N + row, sorted: CSC order, with a term's repeats
@@ -66,16 +87,25 @@ class BM25:
         keys += np.repeat(np.arange(n_docs, dtype=np.int64), lengths)
         keys.sort()
         runs = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1]))) if len(keys) else keys[:0]
-        tf = np.diff(np.append(runs, len(keys)))
+        tf = np.diff(np.append(runs, len(keys))).astype(np.float64)
         keys = keys[runs]
         del runs
+        marked = keys >= len(terms) * n_docs
+        if marked.any():  # fold the readings into their terms' columns, at their weight
+            tf[marked] *= READING_WEIGHT
+            keys[marked] -= len(terms) * n_docs
+            order = np.argsort(keys, kind="stable")
+            keys, tf = keys[order], tf[order]
+            starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+            tf, keys = np.add.reduceat(tf, starts), keys[starts]
         indptr = np.searchsorted(keys, np.arange(len(terms) + 1, dtype=np.int64) * n_docs).astype(np.int64)
         pair_rows = (keys % n_docs).astype(np.int32)
         del keys
+        weighted = np.bincount(pair_rows, tf, minlength=n_docs)  # the lengths, a reading at its weight
         df = np.diff(indptr)
         idf = np.log1p((n_docs - df + 0.5) / (df + 0.5))
-        avgdl = lengths.mean() or 1.0  # every document empty: no pairs, any positive value will do
-        norm = k1 * (1 - b + b * lengths / avgdl)
+        avgdl = weighted.mean() or 1.0  # every document empty: no pairs, any positive value will do
+        norm = k1 * (1 - b + b * weighted / avgdl)
         denominator = norm[pair_rows]
         denominator += tf
         data = np.repeat(idf, df.astype(np.intp))  # idf of each pair's column (the columns ascend)
