@@ -181,6 +181,14 @@ def test_the_page_answers_as_cpython_refuses_filters_and_speaks_dutch(page, site
     expect(page.locator("#results-count")).to_have_attribute("aria-live", "polite")
     screenshot("search-dutch")
 
+    # And the reverse: an English question over a Dutch notebook, read in English when the
+    # site's shard was built (cellar.retrieval.incremental.english_readings).
+    english = "prospective short-circuit current on the 690 V main switchboard of the dredger"
+    in_page = page.evaluate("q => window.cellar.search(q, {k: 3})", english)
+    assert contract(in_page) == contract(cpython_searcher.search(english, k=3))
+    assert not in_page["refused"]
+    assert in_page["notebooks"][0]["path"] == "2021/21-019 Elektrisch/kortsluiting_hoofdschakelbord_21019.ipynb"
+
 
 def test_a_page_opened_with_a_question_and_a_project_answers_within_that_project(page, site_url):
     """A link or bookmark with ?q=...&project=...: the project's option is drawn after the first

@@ -1,5 +1,5 @@
 """cellar.retrieval.bilingual: the Dutch -> English table, its build from a dictd dictionary, and
-the English reading of a Dutch question."""
+the English reading of a Dutch question and of a Dutch file's chunks."""
 
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ from cellar.retrieval.bilingual import (
     reading_table,
     write_table,
 )
+from cellar.retrieval.bm25 import reading
+from cellar.retrieval.incremental import chunk_terms, embedded_text, english_readings
 
 TABLE = {
     "druk": ("edition", "pressure"),
@@ -112,6 +114,22 @@ def test_a_dutch_question_reads_in_english_and_an_english_one_does_not():
     assert read_in_english("what is the pressure loss in the pipe", analyzer, translator).text == ""
 
 
+@pytest.mark.parametrize(
+    ("query", "read"),
+    [
+        ("drukverlies leiding", True),  # no stop words, every word Dutch
+        ("drukverlies leiding pressure", True),  # two of three
+        ("drukverlies pressure loss pipe", False),  # one of four: English keywords
+        ("pressure loss pipe", False),
+    ],
+)
+def test_keywords_without_stop_words_read_in_english_when_half_their_words_are_dutch(query, read):
+    analyzer = Analyzer()
+    translator = Translator(TABLE, analyzer.stop_words("dutch") | analyzer.stop_words("english"), ENGLISH)
+    assert analyzer.query_language(query) is None
+    assert bool(read_in_english(query, analyzer, translator).text) is read
+
+
 def test_the_packaged_table_loads():
     table = load_table()
     assert len(table) > 10_000 and "pressure" in table["druk"]
@@ -144,3 +162,45 @@ def test_the_technical_table_gives_a_words_engineering_sense_and_names_a_compoun
     (folder / "table.json").write_text('{"file": "technical.tsv", "sha256": "0"}', encoding="utf-8")
     with pytest.raises(ValueError, match="technical.tsv"):
         load_table(str(folder))
+
+
+def chunk(kind: str, text: str) -> dict:
+    return {"kind": kind, "text": text, "meta": {}}
+
+
+def test_a_dutch_files_chunks_carry_their_english_reading_and_an_english_files_do_not():
+    """An English question meets a Dutch notebook through its chunks' English readings: BM25 gets
+    their terms beside the chunk's own, the dense side embeds the reading; the file's prose
+    decides, so its code is read too (a variable's Dutch parts), and English words stay as
+    they are. A file whose prose is English, or too short to tell, is read as it is."""
+    analyzer = Analyzer()
+    translator = Translator(TABLE, analyzer.stop_words("dutch") | analyzer.stop_words("english"), ENGLISH)
+    dutch = [
+        chunk("markdown", "Het drukverlies in de leiding wordt hier berekend voor de pomp."),
+        chunk("code", "drukverlies_leiding = 0.5 * rho * v**2"),
+    ]
+    prose, code = english_readings(dutch, analyzer, translator)
+    assert {"pressur", "loss", "pipe", "calcul"} <= set(prose.terms)
+    assert {"pressur", "loss", "pipe"} <= set(code.terms) and "rho" not in code.terms
+    own = analyzer.terms(dutch[0]["text"])
+    terms = chunk_terms(dutch[0]["text"], analyzer, prose)  # its own, then its reading's, marked
+    assert terms == [*own, *(reading(term) for term in prose.terms)] and "pressur" not in own
+    assert embedded_text(dutch[0], analyzer, prose) == prose.text and "pressure" in prose.text
+    english = [chunk("markdown", "The pressure loss in the pipe is calculated here for the pump.")]
+    short = [chunk("markdown", "Het drukverlies.")]
+    for file in (english, short):
+        (none,) = english_readings(file, analyzer, translator)
+        assert none.terms == () and embedded_text(file[0], analyzer, none) == file[0]["text"]
+
+
+@pytest.mark.parametrize(
+    ("texts", "language"),
+    [
+        (["Het schip ligt 0,63 m stuurlastig en de diepgang is gemeten.", "import pandas as pd"], "dutch"),
+        (["The ship is trimmed by the stern and the draught was read at the marks."], "english"),
+        (["Het schip en de boot: the ship and the boat"], None),  # as much of either: mixed
+        (["x = 1", "print(x)"], None),  # no prose
+    ],
+)
+def test_a_files_prose_language_is_the_one_its_stop_words_show_clearly(texts, language):
+    assert Analyzer().prose_language(texts) == language

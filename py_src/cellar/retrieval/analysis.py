@@ -284,6 +284,22 @@ class Analyzer:
         holds, or None (no stop words, mixed, or a single stemmer)."""
         return self._language([self._folded[raw] for raw in _raw_tokens(text)])
 
+    def prose_language(self, texts: Iterable[str]) -> str | None:
+        """The language of a file's prose (``texts``, its markdown and paragraphs): the one whose
+        own stop words it holds at least twice as often as any other's, and at least twice; None
+        for a mixed or a wordless file, or a single stemmer. A file, not each chunk, is judged, so
+        that the code and the tables of a Dutch notebook are read as Dutch too."""
+        votes = dict.fromkeys(self._markers, 0)
+        for text in texts:
+            for raw in _raw_tokens(text):
+                folded = self._folded[raw]
+                for language, markers in self._markers.items():
+                    votes[language] += folded in markers
+        for language, count in votes.items():
+            if count >= 2 and all(count >= 2 * other for lang, other in votes.items() if lang != language):
+                return language
+        return None
+
     def language_terms(self, text: str, language: str) -> list[str]:
         """The terms of ``text`` stemmed in ``language`` alone (as a query in that language), or as
         ``terms`` does when the analyser has no separate stemmer for it."""

@@ -48,8 +48,15 @@ TABLE_ID = "nld-eng"
 TABLE_FILE = "nld-eng.tsv"
 MAX_TRANSLATIONS = 4  # translations kept per headword
 MIN_PART = 3  # letters of a compound's shorter part
+# Letters of the longest word read: Dutch compounds of engineering run to about 30
+# (kortsluitstroomberekening: 25); the compound search is quadratic in a word's length, and a
+# question or a notebook may hold a run of a million letters.
+MAX_WORD = 40
 _B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 _WORD = re.compile(r"[a-z]+")
+# What joins the words of a compound, an identifier or a dotted name (a dot between letters only:
+# ``2.5`` stays a number).
+_PIECES = re.compile(r"[-_]|(?<=[^\W\d_])\.(?=[^\W\d_])")
 # Inflection endings of a Dutch word, longest first, with what replaces them: plurals (-en, -s),
 # adjective -e, the spelling changes of a plural (verliezen -> verlies, golven -> golf), a verb's
 # noun (-ing) and participles (-d, -t, -de, -te); each stem is also tried as a verb (+ -en).
@@ -192,7 +199,7 @@ class Translator:
         result = []
         for raw in words:
             word = _fold(raw)
-            if not _WORD.fullmatch(word) or word in self.stop or word in self.english:
+            if len(word) > MAX_WORD or not _WORD.fullmatch(word) or word in self.stop or word in self.english:
                 continue  # a word the English vocabulary holds whole is read as English
             if word not in self._memo:
                 self._memo[word] = self._word(word)
@@ -269,12 +276,40 @@ class Reading:
     held_by: Mapping[str, tuple[str, ...]] | None = None
 
 
+def question_translator(analyzer: Analyzer, vocabulary: Iterable[str]) -> Translator:
+    """The translator a search and an index read Dutch with: the reading table, neither
+    language's stop words nor a question word translated, the model's ``vocabulary`` as English."""
+    stop = QUESTION_WORDS.union(*(analyzer.stop_words(lang) for lang in ("dutch", "english")))
+    return Translator(reading_table(), stop, vocabulary)
+
+
 def read_in_english(query: str, analyzer: Analyzer, translator: Translator) -> Reading:
-    """The English reading of ``query`` (``Reading``) when the analyser reads it as Dutch (its
-    stop words are Dutch alone); empty for any other question."""
-    if analyzer.query_language(query) != "dutch":
+    """The English reading of ``query`` (``Reading``) when it is Dutch: the analyser reads it so
+    (its stop words are Dutch alone) or, for one whose stop words tell nothing (keywords:
+    ``ballasttanks inhoud``, ``GZ-kromme vrachtschip``), the table translates at least half its
+    words (a word the English vocabulary holds whole is no Dutch word); empty for any other."""
+    language = analyzer.query_language(query)
+    if language == "english":
         return Reading()
-    words = [piece for raw in analyzer.raw_tokens(query) for piece in raw.split("-") if piece]
+    reading = english_reading(query, analyzer, translator)
+    if language is None and 2 * len(reading.held_by or ()) < len(_content_words(query, analyzer, translator)):
+        return Reading()
+    return reading
+
+
+def _content_words(text: str, analyzer: Analyzer, translator: Translator) -> set[str]:
+    """The Dutch analyser's terms of ``text``'s words (letters only, no stop word): what
+    ``Reading.held_by`` counts when each is translated."""
+    words = (piece for raw in analyzer.raw_tokens(text) for piece in _PIECES.split(raw))
+    kept = [word for word in words if _WORD.fullmatch(_fold(word)) and _fold(word) not in translator.stop]
+    return {term for word in kept for term in analyzer.language_terms(word, "dutch")}
+
+
+def english_reading(text: str, analyzer: Analyzer, translator: Translator) -> Reading:
+    """The English reading of Dutch ``text``: a question's (``read_in_english``) or a chunk's of a
+    Dutch file (``cellar.retrieval.incremental``). A word joined by ``-``, ``_`` or ``.`` is read
+    part by part (``Froude-getal``; ``kortsluitstroom_ka``, a variable of a Dutch notebook)."""
+    words = [piece for raw in analyzer.raw_tokens(text) for piece in _PIECES.split(raw) if piece]
     translated = {t.word: t.english for t in translator.translate(words)}
     if not translated:
         return Reading()
@@ -287,9 +322,9 @@ def read_in_english(query: str, analyzer: Analyzer, translator: Translator) -> R
             held_by[term] = tuple(dict.fromkeys((*held_by.get(term, ()), *english_terms)))
     pieces = [
         " ".join(translated[piece]) if piece in translated else piece
-        for raw in analyzer.raw_tokens(query)
-        for piece in (raw.split("-") if "-" in raw else [raw])
-        if _fold(piece) not in translator.stop
+        for raw in analyzer.raw_tokens(text)
+        for piece in _PIECES.split(raw)
+        if piece and _fold(piece) not in translator.stop
     ]
     return Reading(" ".join(pieces), tuple(dict.fromkeys(expansion)), held_by)
 

@@ -36,6 +36,8 @@ import numpy as np
 from cellar import __version__
 from cellar.records import KINDS, ChunkRecord
 from cellar.retrieval.analysis import Analyzer, AnalyzerSettings
+from cellar.retrieval.bilingual import Reading, Translator, english_reading, question_translator
+from cellar.retrieval.bm25 import reading as bm25_reading
 from cellar.retrieval.embedding import StaticModel, load_model, quantise_rows
 from cellar.retrieval.packing import canonical, compress, container, container_records, pack, unpack
 
@@ -46,6 +48,8 @@ CACHE_FORMAT = 6
 # An entry's catalogue: a notebook's metadata; a document's source kind (document, clauses,
 # records: absent for a notebook) and a record's structured fields, which the filters read.
 NOTEBOOK_META = ("project", "author", "year", "vessel_class", "tags", "deprecated", "source", "fields")
+NO_READING = Reading()  # a chunk of a file not read as Dutch
+PROSE_KINDS = ("markdown", "text")  # the chunks whose words tell a file's language
 SEPARATOR = "\x00"  # between the terms of a chunk in a cache entry
 LAST_BUILD = "last-build.json"
 _PACKAGE = Path(__file__).resolve().parents[1]
@@ -56,6 +60,9 @@ PIPELINE_SOURCES = (
     "ingest/documents/*.py",
     "rerender/report.py",
     "retrieval/analysis.py",
+    "retrieval/bilingual.py",  # a Dutch file's English reading, and its tables:
+    "retrieval/models/nld-eng/nld-eng.tsv",
+    "retrieval/models/nld-eng-technical/technical.tsv",
     "retrieval/embedding.py",
     "retrieval/incremental.py",
     "retrieval/packing.py",  # a container's bytes
@@ -282,7 +289,8 @@ def prepare(
         earlier = part_records(reuse)
         known = {record["text"]: number for number, record in enumerate(earlier)}
     texts = [record["text"] for record in records]
-    missing = [embedded_text(record, analyzer) for record in records if record["text"] not in known]
+    readings = english_readings(records, analyzer, translator_for(analyzer, model))
+    missing = [embedded_text(r, analyzer, reading) for r, reading in zip(records, readings) if r["text"] not in known]
     # Quantisation is per row, so rows quantised apart equal rows quantised together.
     fresh_vectors, fresh_scales = quantise_rows(model.encode(missing) if missing else np.zeros((0, model.dims)))
     vectors = np.zeros((len(texts), model.dims), dtype=np.int8)
@@ -295,7 +303,7 @@ def prepare(
             terms.append(reuse.terms[known[text]])
         else:
             vectors[row], scales[row] = fresh_vectors[fresh], fresh_scales[fresh]
-            terms.append(analyzer.terms(text))
+            terms.append(chunk_terms(text, analyzer, readings[row]))
             fresh += 1
     made = make_part(task.path, task.key, records, terms, vectors, scales, cell_count, title)
     view = getattr(chunked, "document", None)
@@ -303,16 +311,48 @@ def prepare(
     return replace(made, render=part.render, problems=problems, document=document)
 
 
-def embedded_text(record: Mapping[str, Any], analyzer: Analyzer) -> str:
+def embedded_text(record: Mapping[str, Any], analyzer: Analyzer, reading: Reading = NO_READING) -> str:
     """What a chunk is embedded from: its searched text; a service note's, with the glossary's
-    expansions of its abbreviations after it. BM25 gets the expansions from the analyser; the
-    static model would otherwise see `brg lkg repl` as noise (measured on the demo's gold notes:
-    similarity .28-.46 to questions that name them in full, below every notebook answer)."""
-    text = record["text"]
-    if record.get("meta", {}).get("source") != "records":
-        return text
-    words = analyzer.glossary_words(text)
+    expansions of its abbreviations after it (the static model would otherwise see `brg lkg repl`
+    as noise: measured on the demo's gold notes, similarity .28-.46 to questions that name them
+    in full, below every notebook answer); a chunk of a Dutch file, by its English reading in
+    its place (``english_readings``: the model is English; on the tuning sets, refusal recall
+    rose against embedding both). BM25 gets both from ``chunk_terms``."""
+    text = reading.text or record["text"]
+    words = analyzer.glossary_words(record["text"]) if record.get("meta", {}).get("source") == "records" else []
     return f"{text}\n{' '.join(words)}" if words else text
+
+
+def chunk_terms(text: str, analyzer: Analyzer, reading: Reading = NO_READING) -> list[str]:
+    """A chunk's BM25 terms: its text's (with the glossary's expansions), then the terms of its
+    English reading, each once, marked so that BM25 counts them at half weight
+    (``bm25.reading``)."""
+    return [*analyzer.terms(text), *map(bm25_reading, reading.terms)]
+
+
+def english_readings(records: Sequence[ChunkRecord], analyzer: Analyzer, translator: Translator) -> list[Reading]:
+    """Each chunk's English reading (``bilingual.english_reading``) when its file's prose is
+    Dutch (``Analyzer.prose_language`` over its markdown and text chunks), else none: so that an
+    English question meets a Dutch notebook's cells (``short-circuit current`` its
+    ``kortsluitstroom``), as a Dutch question meets English cells through its own reading. The
+    model is distilled from an English encoder and BM25 matches words, so without it an English
+    question over a Dutch notebook found nothing and was refused. The translator leaves a word
+    the English vocabulary holds whole as it is, so code and English words add nothing."""
+    prose = (record["text"] for record in records if record["kind"] in PROSE_KINDS)
+    if analyzer.prose_language(prose) != "dutch":
+        return [NO_READING] * len(records)
+    return [english_reading(record["text"], analyzer, translator) for record in records]
+
+
+_TRANSLATORS: dict[tuple[str, bool], Translator] = {}
+
+
+def translator_for(analyzer: Analyzer, model: StaticModel) -> Translator:
+    """The translator of a model and an analyser's stop words, made once per process."""
+    key = (model.sha256, analyzer.settings.stopwords)
+    if key not in _TRANSLATORS:
+        _TRANSLATORS[key] = question_translator(analyzer, model.tokenizer.vocab)
+    return _TRANSLATORS[key]
 
 
 def _chunk(task: Task, rules: Sequence[Rule], part: Part) -> Any:

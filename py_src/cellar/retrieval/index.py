@@ -30,7 +30,16 @@ from cellar.records import STATUSES, ChunkRecord, NotebookEntry
 from cellar.retrieval.analysis import Analyzer, AnalyzerSettings
 from cellar.retrieval.bm25 import BM25
 from cellar.retrieval.embedding import StaticModel, quantise_rows
-from cellar.retrieval.incremental import Part, Render, embedded_text, make_part, part_records
+from cellar.retrieval.incremental import (
+    Part,
+    Render,
+    chunk_terms,
+    embedded_text,
+    english_readings,
+    make_part,
+    part_records,
+    translator_for,
+)
 from cellar.retrieval.packing import container_records
 
 # Files below an archive's root that describe or serve the archive rather than belong to it,
@@ -102,12 +111,14 @@ def build_index(
         groups.setdefault(record["path"], []).append(cast(ChunkRecord, dict(record)))
     report = progress or (lambda done, total, what: None)
     text_analyzer = Analyzer(settings)
-    analyse = text_analyzer.terms
     parts = []
+    translator = translator_for(text_analyzer, model)
     for number, path in enumerate(sorted(groups)):
         group = groups[path]
-        vectors, scales = quantise_rows(model.encode([embedded_text(record, text_analyzer) for record in group]))
-        terms = [analyse(record["text"]) for record in group]
+        readings = english_readings(group, text_analyzer, translator)
+        texts = [embedded_text(record, text_analyzer, reading) for record, reading in zip(group, readings)]
+        vectors, scales = quantise_rows(model.encode(texts))
+        terms = [chunk_terms(record["text"], text_analyzer, reading) for record, reading in zip(group, readings)]
         part = make_part(
             path, "", group, terms, vectors, scales, (cell_counts or {}).get(path), (titles or {}).get(path)
         )

@@ -62,7 +62,7 @@ import numpy as np
 from cellar.records import KINDS, Answer, Hit, NeighbourhoodEntry, NotebookResult
 from cellar.retrieval.analysis import Analyzer
 from cellar.retrieval.answer_cell import intent, order_hits
-from cellar.retrieval.bilingual import QUESTION_WORDS, Reading, Translator, read_in_english, reading_table
+from cellar.retrieval.bilingual import Reading, Translator, question_translator, read_in_english
 from cellar.retrieval.blocks import Asked, asked, block_terms, known_share, order_blocks, quantity_share, quantity_terms
 from cellar.retrieval.bm25 import summed_scores
 from cellar.retrieval.context import TEXT_LIMIT, section_context
@@ -319,11 +319,10 @@ class Searcher:
     def _read_in_english(self, query: str) -> Reading:
         """A Dutch question's English reading (``bilingual.read_in_english``); empty for any other
         question, and when the searcher was made with ``bilingual=False``."""
-        if not self.bilingual or self.analyzer.query_language(query) != "dutch":
+        if not self.bilingual or self.analyzer.query_language(query) == "english":
             return Reading()
         if self._translator is None:  # read once, at the first Dutch question
-            stop = QUESTION_WORDS.union(*(self.analyzer.stop_words(lang) for lang in ("dutch", "english")))
-            self._translator = Translator(reading_table(), stop, self.model.tokenizer.vocab)
+            self._translator = question_translator(self.analyzer, self.model.tokenizer.vocab)
         return read_in_english(query, self.analyzer, self._translator)
 
     def _query_vectors(self, query: str, reading: Reading) -> np.ndarray:
