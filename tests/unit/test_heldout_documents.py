@@ -1,6 +1,7 @@
-"""The held-out document gold sets (benchmarks/gold/heldout_documents*.jsonl over
-benchmarks/heldout_documents*/): every gold block findable by its citation and evidence in the
-committed documents, and the second set keeping the mix it was written with."""
+"""The held-out gold sets over committed files (benchmarks/gold/heldout_documents*.jsonl over
+benchmarks/heldout_documents*/, heldout_english_over_dutch.jsonl over
+benchmarks/english_over_dutch/): every gold block findable by its citation and evidence, every
+gold cell holding its evidence, and the second document set keeping the mix it was written with."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 SETS = {
     "heldout_documents.jsonl": ("heldout", BENCHMARKS / "heldout_documents"),
     "heldout_documents_b.jsonl": ("heldout_b", BENCHMARKS / "heldout_documents_b"),
+    "heldout_english_over_dutch.jsonl": ("heldout_en_nl", BENCHMARKS / "english_over_dutch"),
 }
 
 
@@ -36,11 +38,15 @@ def test_each_gold_block_is_found_by_its_citation_and_evidence(name, row, tmp_pa
         placed = tmp_path / prefix / relative
         placed.parent.mkdir(parents=True)
         placed.write_bytes((folder / relative).read_bytes())
-        chunked = chunk_file(placed, tmp_path)
-        assert any(
-            chunk.meta["citation"] == expect["citation"] and expect["evidence"] in chunk.quote
-            for chunk in chunked.chunks
-        ), f"{name} {row['id']}: no block {expect['citation']!r} quoting {expect['evidence']!r}"
+        records = [chunk.record() for chunk in chunk_file(placed, tmp_path).chunks]
+        if expect["cell"] is not None:  # a notebook's cell
+            assert any(r["cell"] == expect["cell"] and expect["evidence"] in r["text"] for r in records), (
+                f"{name} {row['id']}: cell {expect['cell']} does not hold {expect['evidence']!r}"
+            )
+            continue
+        assert any(r["meta"]["citation"] == expect["citation"] and expect["evidence"] in r["quote"] for r in records), (
+            f"{name} {row['id']}: no block {expect['citation']!r} quoting {expect['evidence']!r}"
+        )
 
 
 def test_second_set_keeps_its_mix():
@@ -51,3 +57,14 @@ def test_second_set_keeps_its_mix():
     for kind in ("report", "clause", "record", "out_of_scope"):
         assert {row["lang"] for row in rows if row["kind"] == kind} == {"en", "nl"}
     assert len({row["id"] for row in rows}) == len(rows)
+
+
+def test_english_questions_over_the_demos_dutch_notebooks_cite_cells_that_hold_their_evidence():
+    """benchmarks/gold/english_over_dutch.jsonl, a tuning set over the demo archive."""
+    demo = BENCHMARKS.parent / "demo" / "archive"
+    rows = _gold("english_over_dutch.jsonl")
+    assert rows and all(row["lang"] == "en" for row in rows)
+    for row in rows:
+        for expect in row["expect"]:
+            records = [chunk.record() for chunk in chunk_file(demo / expect["path"], demo).chunks]
+            assert any(r["cell"] == expect["cell"] and expect["evidence"] in r["text"] for r in records), row["id"]
