@@ -317,11 +317,12 @@ class Searcher:
         return answer
 
     def _read_in_english(self, query: str) -> Reading:
-        """A Dutch question's English reading (``bilingual.read_in_english``); empty for any other
-        question, and when the searcher was made with ``bilingual=False``."""
+        """A Dutch question's English reading (``bilingual.read_in_english``: by its stop words, or
+        by its words when it has none); empty for any other question, and when the searcher was
+        made with ``bilingual=False``."""
         if not self.bilingual or self.analyzer.query_language(query) == "english":
             return Reading()
-        if self._translator is None:  # read once, at the first Dutch question
+        if self._translator is None:  # read once, at the first question not read as English
             self._translator = question_translator(self.analyzer, self.model.tokenizer.vocab)
         return read_in_english(query, self.analyzer, self._translator)
 
