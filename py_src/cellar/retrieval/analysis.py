@@ -289,12 +289,7 @@ class Analyzer:
         own stop words it holds at least twice as often as any other's, and at least twice; None
         for a mixed or a wordless file, or a single stemmer. A file, not each chunk, is judged, so
         that the code and the tables of a Dutch notebook are read as Dutch too."""
-        votes = dict.fromkeys(self._markers, 0)
-        for text in texts:
-            for raw in _raw_tokens(text):
-                folded = self._folded[raw]
-                for language, markers in self._markers.items():
-                    votes[language] += folded in markers
+        votes = self._votes([self._folded[raw] for text in texts for raw in _raw_tokens(text)])
         for language, count in votes.items():
             if count >= 2 and all(count >= 2 * other for lang, other in votes.items() if lang != language):
                 return language
@@ -320,8 +315,12 @@ class Analyzer:
         """The raw tokens the analyser cuts ``text`` into (before folding and stemming)."""
         return _raw_tokens(text)
 
+    def _votes(self, folded: list[str]) -> dict[str, int]:
+        """How many of the words ``folded`` are stop words of one language alone, per language."""
+        return {lang: sum(t in markers for t in folded) for lang, markers in self._markers.items()}
+
     def _language(self, folded: list[str]) -> str | None:
-        votes = {lang: sum(t in markers for t in folded) for lang, markers in self._markers.items()}
+        votes = self._votes(folded)
         winners = [lang for lang, n in votes.items() if n and n == max(votes.values())]
         return winners[0] if len(winners) == 1 else None
 

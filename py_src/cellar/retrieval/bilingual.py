@@ -300,16 +300,22 @@ def read_in_english(query: str, analyzer: Analyzer, translator: Translator) -> R
 def _content_words(text: str, analyzer: Analyzer, translator: Translator) -> set[str]:
     """The Dutch analyser's terms of ``text``'s words (letters only, no stop word): what
     ``Reading.held_by`` counts when each is translated."""
-    words = (piece for raw in analyzer.raw_tokens(text) for piece in _PIECES.split(raw))
-    kept = [word for word in words if _WORD.fullmatch(_fold(word)) and _fold(word) not in translator.stop]
+    kept = [
+        word for word in _words(text, analyzer) if _WORD.fullmatch(_fold(word)) and _fold(word) not in translator.stop
+    ]
     return {term for word in kept for term in analyzer.language_terms(word, "dutch")}
+
+
+def _words(text: str, analyzer: Analyzer) -> list[str]:
+    """``text``'s raw tokens, a word joined by ``-``, ``_`` or ``.`` cut into its parts."""
+    return [piece for raw in analyzer.raw_tokens(text) for piece in _PIECES.split(raw) if piece]
 
 
 def english_reading(text: str, analyzer: Analyzer, translator: Translator) -> Reading:
     """The English reading of Dutch ``text``: a question's (``read_in_english``) or a chunk's of a
     Dutch file (``cellar.retrieval.incremental``). A word joined by ``-``, ``_`` or ``.`` is read
     part by part (``Froude-getal``; ``kortsluitstroom_ka``, a variable of a Dutch notebook)."""
-    words = [piece for raw in analyzer.raw_tokens(text) for piece in _PIECES.split(raw) if piece]
+    words = _words(text, analyzer)
     translated = {t.word: t.english for t in translator.translate(words)}
     if not translated:
         return Reading()
@@ -321,10 +327,9 @@ def english_reading(text: str, analyzer: Analyzer, translator: Translator) -> Re
         for term in analyzer.language_terms(word, "dutch"):
             held_by[term] = tuple(dict.fromkeys((*held_by.get(term, ()), *english_terms)))
     pieces = [
-        " ".join(translated[piece]) if piece in translated else piece
-        for raw in analyzer.raw_tokens(text)
-        for piece in _PIECES.split(raw)
-        if piece and _fold(piece) not in translator.stop
+        " ".join(translated[word]) if word in translated else word
+        for word in words
+        if _fold(word) not in translator.stop
     ]
     return Reading(" ".join(pieces), tuple(dict.fromkeys(expansion)), held_by)
 
