@@ -243,7 +243,7 @@ def _fit(
             return centroids, assign, nprobe, recall
     dense = index.dense()
     centroids = kmeans(dense, k)
-    assign = nearest_centroid(dense, centroids)
+    assign, _ = nearest_centroid(dense, centroids)
     nprobe, recall = choose_nprobe(dense, centroids, assign, index.pseudo_questions)
     return centroids, assign, nprobe, recall
 
