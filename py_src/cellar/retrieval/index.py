@@ -351,24 +351,28 @@ PSEUDO_WORDS = 6
 
 def pseudo_questions(parts: Sequence[Part], model: StaticModel, seed: int = 0) -> np.ndarray:
     """Question-like vectors, to choose how many IVF clusters a query must probe (cellar.retrieval.ivf):
-    six-word windows of chunks drawn at random (the same for the same parts), embedded as a
-    question is. A chunk's own vector is no stand-in for a question: in an archive of near-copies
-    its 50 nearest rows are its copies, in its own cluster, while a question's are spread wide
-    (on the 41,000-notebook synthetic archive in 1,158 clusters, own vectors asked for 1 cluster
-    where the dev questions needed 26; windows asked for 29)."""
+    six-word windows of chunks, each of a file drawn at random (the same for the same parts),
+    embedded as a question is.
+
+    A file is drawn, then one of its chunks, because a question is asked about a notebook: one
+    with 3,000 output chunks is not asked about 100 times as often as one with 30, and windows
+    drawn by chunk came mostly from such long, repetitive files, whose copies sit together (at
+    41,000 notebooks they asked for 6 clusters, and a second archive's held-out questions had
+    .907 there). A chunk's own vector is no stand-in either: in an archive of near-copies its 50
+    nearest rows are its copies, in its own cluster, while a question's are spread wide."""
     rng = np.random.default_rng(seed)
-    sizes = np.array([part.n_chunks for part in parts])
-    rows = np.sort(rng.choice(int(sizes.sum()), min(PSEUDO_QUESTIONS, int(sizes.sum())), replace=False))
-    owners = np.searchsorted(np.cumsum(sizes), rows, side="right")
-    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    asked = np.flatnonzero([part.n_chunks for part in parts])
+    if not len(asked):
+        return np.zeros((0, model.dims), dtype=np.float32)
+    owners = rng.choice(asked, PSEUDO_QUESTIONS)  # with replacement: a small archive is asked again
     texts = []
     for owner in np.unique(owners):
         records = part_records(parts[owner])
-        for row in rows[owners == owner]:
-            words = records[row - starts[owner]]["text"].split()
+        for _ in range(int(np.sum(owners == owner))):
+            words = records[int(rng.integers(len(records)))]["text"].split()
             first = int(rng.integers(max(1, len(words) - PSEUDO_WORDS + 1)))
             texts.append(" ".join(words[first : first + PSEUDO_WORDS]))
-    return model.encode(texts) if texts else np.zeros((0, model.dims), dtype=np.float32)
+    return model.encode(texts)
 
 
 def _shared_terms(part: Part) -> Part:

@@ -11,11 +11,12 @@ import numpy as np
 DEPTH = 50  # the dense ranker's candidates (cellar.retrieval.search.DEPTH)
 RECALL_TARGET = 0.95  # recall@50 of the clustered dense search against exact search, on questions
 # ... reached at build on pseudo-questions (cellar.retrieval.index.pseudo_questions: six-word
-# windows of chunks, embedded as questions are), with a margin: on the 41,000-notebook synthetic
-# archive they asked for 6 clusters of 4,631, where the dev questions had .966 (.978 at 12).
+# windows of files' chunks, embedded as questions are), with a margin: on two 41,000-notebook
+# synthetic archives they asked for 17 and 21 clusters of some 4,600, where the dev and held-out
+# questions had .956 to .981 (README, "Dense recall@50").
 PSEUDO_TARGET = 0.975
 CLUSTERS_PER_ROOT = 4  # clusters per square root of the chunks (cluster_count)
-MIN_ROWS = 32  # the fewest rows a cluster is given (cluster_count)
+MIN_ROWS = 128  # the fewest rows a cluster is given (cluster_count)
 TRAIN_ROWS = 40  # k-means rows per centroid: fewer fit the sample's noise; at 41,000 notebooks 64
 # ... took twice as long for recall@50 within .02
 
@@ -67,9 +68,10 @@ def cluster_count(n_chunks: int) -> int:
     6-25 clusters questions probe. Small clusters also keep an archive's families of near-copies
     apart: at 41,000 synthetic notebooks, one square root (1,158 clusters of 1,157 rows) mixed
     several families in a cluster, its centroid far from each of them, and the dev questions'
-    recall@50 was .910 at the 12 clusters probed; four square roots (4,631 of 289 rows) gave .966
-    at the 6 probed, a ninth of the rows read. A cluster of fewer rows costs more in its request
-    than in its bytes."""
+    recall@50 was .910 at the 12 clusters probed; four square roots (4,631 of 289 rows) met the
+    target (README, "Dense recall@50"). A cluster of fewer rows costs more in its request than in
+    its bytes: the 215 notebooks of ../shared/corpus, which hold no near-copies, in 491 clusters
+    of 32 rows asked for 76 of them per question."""
     return max(1, min(round(CLUSTERS_PER_ROOT * math.sqrt(n_chunks)), n_chunks // MIN_ROWS))
 
 
