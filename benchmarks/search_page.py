@@ -193,7 +193,7 @@ def corpus_site(site: Path, corpus: Path, gold: Path | None, into: Path) -> Path
     )
     if not (into / "shard/manifest.json").is_file():
         raise SystemExit(f"cellar index {corpus} wrote no shard")
-    (into / "archive").symlink_to(corpus)
+    (into / "archive").symlink_to(corpus.resolve())  # a relative path would point from `into`
     return site_around(site, into)
 
 
