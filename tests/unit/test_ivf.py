@@ -59,7 +59,7 @@ def test_kmeans_gives_unit_centroids_each_serving_rows(fitted):
     np.testing.assert_array_equal(ivf.kmeans(dense, 8), centroids)  # the same archive, the same fit
 
 
-@pytest.mark.parametrize("n_chunks", [1, 31, 32, 130, 15_713, 1_340_152])
+@pytest.mark.parametrize("n_chunks", [1, 127, 128, 256, 15_713, 1_340_152])
 def test_clusters_grow_with_the_square_root_and_none_is_too_small(n_chunks):
     k = ivf.cluster_count(n_chunks)
     assert 1 <= k <= round(ivf.CLUSTERS_PER_ROOT * np.sqrt(n_chunks))

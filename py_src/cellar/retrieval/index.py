@@ -342,9 +342,9 @@ def build_index_from_directory(
     return DirectoryBuild(index, len(files) - skipped, skipped, problems, sorted(reused), moved, redone, removed)
 
 
-# How many, and how many words each. Each costs an exact search at build (1,000: seconds at
-# 41,000 notebooks); fewer are a noisy measure: there, 200 drawn again and again asked for 10 to
-# 47 clusters, 500 for 12 to 31.
+# How many, and how many words each. Each costs an exact search at build; fewer are a noisy
+# measure: at 41,000 notebooks, 200 drawn again and again asked for 10 to 47 clusters, 500 for 12
+# to 31.
 PSEUDO_QUESTIONS = 1000
 PSEUDO_WORDS = 6
 
@@ -366,9 +366,9 @@ def pseudo_questions(parts: Sequence[Part], model: StaticModel, seed: int = 0) -
         return np.zeros((0, model.dims), dtype=np.float32)
     owners = rng.choice(asked, PSEUDO_QUESTIONS)  # with replacement: a small archive is asked again
     texts = []
-    for owner in np.unique(owners):
+    for owner, times in zip(*np.unique(owners, return_counts=True)):
         records = part_records(parts[owner])
-        for _ in range(int(np.sum(owners == owner))):
+        for _ in range(times):
             words = records[int(rng.integers(len(records)))]["text"].split()
             first = int(rng.integers(max(1, len(words) - PSEUDO_WORDS + 1)))
             texts.append(" ".join(words[first : first + PSEUDO_WORDS]))
