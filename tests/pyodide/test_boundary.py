@@ -103,7 +103,15 @@ PROBES = [
     ),
     Probe("process-binding-fs", "print(js.globalThis.process.binding('fs'))", ACCESS),
     # -- code from strings, constructors, module loaders ------------------------------------------
-    Probe("js-eval", "print(js.eval(\"process.getBuiltinModule('fs').readFileSync('/etc/passwd', 'utf8')\"))", ACCESS),
+    # The eval'd code catches its own error and returns Node's refusal: Pyodide once (1 CI run in
+    # many) turned the error thrown through `js.eval` into "SystemError: error return without
+    # exception set", which holds the boundary but hides whose refusal it was.
+    Probe(
+        "js-eval",
+        "print(js.eval(\"try {{ process.getBuiltinModule('fs').readFileSync('/etc/passwd', 'utf8') }}"
+        " catch (error) {{ 'refused: ' + error.code + ' ' + error.message }}\"))",
+        ACCESS,
+    ),
     Probe(
         "pyodide-js-run-js",
         "import pyodide_js\nprint(pyodide_js.runPython(\"import js; js.globalThis.process.getBuiltinModule('fs')"
@@ -478,7 +486,14 @@ def test_the_probes_escape_an_unconfined_worker(site, target, monkeypatch):
     monkeypatch.setattr(batch, "PyodideHost", lambda *args, **kwargs: real(*args, **kwargs, confine=False))
     worker = batch.Worker(runtime, wheels, PACKAGES)
     try:
-        for probe_id in ("fs-read-host-file", "fetch-loopback", "net-connect-tcp", "process-env", "py-posix-system"):
+        for probe_id in (
+            "fs-read-host-file",
+            "js-eval",
+            "fetch-loopback",
+            "net-connect-tcp",
+            "process-env",
+            "py-posix-system",
+        ):
             probe = next(probe for probe in PROBES if probe.id == probe_id)
             text, _ = run_probe(worker, target, probe)
             assert target.escapes(text), f"{probe_id} did not escape an unconfined worker"
