@@ -29,8 +29,13 @@ TABLE = {
     "berekenen": ("calculate",),
     "snelheid": ("speed",),
     "verdeling": ("distribution",),
+    "kanaal": ("channel",),
+    "warmte": ("heat",),
 }
-ENGLISH = {"harmonic", "thermal", "wind", "broadcasting", "bar", "pressure", "loss", "median", "numerical", "meter"}
+ENGLISH = {
+    "harmonic", "thermal", "wind", "broadcasting", "bar", "pressure", "loss", "median", "numerical", "meter",
+    "capacity", "primary", "frequency", "statistical", "combine",
+}  # fmt: skip
 
 
 def dictd(tmp_path, entries: dict[str, str]):
@@ -90,11 +95,49 @@ def test_a_dictd_dictionary_is_cut_to_the_vocabulary(tmp_path):
         ("numerieke", ("numerical",)),
         ("mediane", ("median",)),  # an inflected English word
         ("debietmeter", ("meter",)),  # an unknown head before an English word
+        ("kanalen", ("channel",)),  # a plural whose stem is spelt with a long vowel: kanaal
+        ("warmtecapaciteit", ("capacity", "heat")),  # a compound before a cognate of the whole word
+        # Cognates the vocabulary holds: the first of the ending's English forms it has
+        ("primaire", ("primary",)),  # -air: -ar or -ary
+        ("frequenties", ("frequency",)),  # -entie: -ence or -ency
+        ("statistische", ("statistical",)),  # -isch: -ical before -ic
+        ("gecombineerd", ("combine",)),  # -eer: -ate, -e or nothing
     ],
 )
 def test_words(word, english):
     translator = Translator(TABLE, (), ENGLISH)
     assert [t.english for t in translator.translate([word])] == [english]
+
+
+@pytest.mark.parametrize(
+    ("word", "english"),
+    [
+        ("laminaire", ("laminar",)),
+        ("viscositeit", ("viscosity",)),
+        ("tolerantie", ("tolerance",)),
+        ("turbulentie", ("turbulence",)),
+        ("dispersie", ("dispersion",)),
+        ("isotrope", ("isotropic",)),  # an adjective's open syllable: isotroop
+        ("hydrostatische", ("hydrostatic",)),
+        ("temperaturen", ("temperature",)),
+        ("thermodynamica", ("thermodynamics",)),
+        ("condensaat", ("condensate",)),
+        ("kwantificeren", ("quantify",)),  # kw as qu, the infinitive's stem kwantificeer
+        ("kalibratie", ("calibration",)),  # k before a as c
+        ("tangentiele", ("tangential",)),
+    ],
+)
+def test_words_of_latin_make_the_vocabulary_lacks_read_by_their_regular_ending(word, english):
+    """The model's vocabulary holds none of these English words; their Dutch endings map one to
+    one, so they are read without it."""
+    translator = Translator(TABLE, (), ENGLISH)
+    assert [t.english for t in translator.translate([word])] == [english]
+
+
+def test_irregular_endings_and_short_stems_are_not_guessed():
+    """-ie is -ion or -y (energy), -eer is -ate, -e or nothing (simulate): without the
+    vocabulary's word they stay Dutch, as does a regular ending after fewer than 4 letters."""
+    assert Translator(TABLE, (), ENGLISH).translate(["energie", "gesimuleerd", "portie"]) == []
 
 
 def test_english_words_and_stop_words_are_not_translated():

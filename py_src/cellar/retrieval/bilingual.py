@@ -19,7 +19,9 @@ translations of its words:
   longest known last part (the head of a Dutch compound) first, the part before it perhaps a
   compound too, a part that is a whole English word read as one (``windpark``); a word the table
   lacks is read as its English cognate when that is a whole word of the model's vocabulary
-  (``harmonische`` -> harmonic, ``thermisch`` -> thermal, ``numerieke`` -> numerical), or as the
+  (``harmonische`` -> harmonic, ``thermisch`` -> thermal, ``numerieke`` -> numerical), or when
+  it is not and the word has a Latin or Greek ending that maps one to one (``viscositeit`` ->
+  viscosity, ``laminaire`` -> laminar: ``_COGNATES``), or as the
   English word an inflection ending hides (``mediane`` -> median), or as the English word a
   compound ends in (``debietmeter`` -> meter); a word that is itself a whole word of that
   vocabulary is read as English and not translated (``broadcasting``, ``bar``);
@@ -64,15 +66,26 @@ _ENDINGS = (
     ("zen", "s"), ("ven", "f"), ("ing", ""), ("en", ""), ("de", ""), ("te", ""), ("s", ""), ("e", ""), ("d", ""),
     ("t", ""),
 )  # fmt: skip
-# Dutch endings of words that English shares (cognates), and their English forms: a word the table
-# lacks is read as the first of these that is a whole word of the English vocabulary.
+# Dutch endings of words that English shares (cognates), longest first where they overlap, their
+# English forms, and the one regular enough to trust without the English vocabulary (or none). A
+# word the table lacks is read as the first English form that is a whole word of the vocabulary;
+# failing that (and failing a compound), with the regular form: the model's 30,000 words
+# lack much of engineering (laminar, viscosity, isentropic, tolerance, condensate), while Latin and
+# Greek endings map one to one (laminair -> laminar, viscositeit -> viscosity, isotroop ->
+# isotropic, classificeer -> classify). The irregular ones guess (-ie is -ion or -y; -eer is -ate,
+# -e or nothing: simuleer, combineer, converteer) and need the vocabulary's word.
 _COGNATES = (
-    ("ische", ("ic", "ical", "al", "ian")), ("isch", ("ic", "ical", "al", "ian")), ("ieke", ("ic", "ical")),
-    ("iek", ("ic", "ical")), ("aan", ("an",)), ("uur", ("ure",)), ("iteit", ("ity",)),
-    ("teit", ("ty",)), ("ieve", ("ive",)), ("ief", ("ive",)), ("isme", ("ism",)),
-    ("atie", ("ation",)), ("ie", ("ion", "y")), ("eren", ("ate", "e")), ("aal", ("al",)),
-    ("ale", ("al",)), ("ele", ("al",)), ("eel", ("al",)),
+    ("ificeer", ("ify",), "ify"), ("ifieer", ("ify",), "ify"), ("iteit", ("ity",), "ity"), ("teit", ("ty",), ""),
+    ("antie", ("ance", "ancy"), "ance"), ("entie", ("ence", "ency"), "ence"), ("atie", ("ation",), "ation"),
+    ("sie", ("sion",), "sion"), ("tie", ("tion",), "tion"), ("ie", ("ion", "y"), ""),
+    ("ische", ("ical", "ic", "al", "ian"), "ic"), ("isch", ("ical", "ic", "al", "ian"), "ic"),
+    ("ieke", ("ic", "ical"), ""), ("iek", ("ic", "ical"), ""), ("iele", ("ial",), "ial"),
+    ("ieel", ("ial",), "ial"), ("ieve", ("ive",), "ive"), ("ief", ("ive",), "ive"), ("isme", ("ism",), "ism"),
+    ("air", ("ar", "ary"), "ar"), ("uur", ("ure",), "ure"), ("oop", ("opic",), "opic"), ("ica", ("ics",), "ics"),
+    ("aat", ("ate",), "ate"), ("een", ("ene",), "ene"), ("aan", ("an", "ane"), ""), ("eer", ("ate", "e", ""), ""),
+    ("aal", ("al",), ""), ("ale", ("al",), ""), ("ele", ("al",), ""), ("eel", ("al",), ""),
 )  # fmt: skip
+MIN_COGNATE_STEM = 4  # letters before a regular ending read without the vocabulary (capaciteit: 5)
 MIN_ENGLISH_PART = 4  # letters of a compound's part read as an English word (wind + park)
 _LINKS = ("", "s", "e", "en")  # linking letters between the parts of a compound
 # Question words, beside the analyser's Dutch stop words: never translated (``waar`` is "where",
@@ -82,6 +95,23 @@ QUESTION_WORDS = frozenset("waar welke welk hoeveel wanneer waarom hoe wie wat".
 
 def _fold(word: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c)).casefold()
+
+
+def _long_vowel(stem: str) -> str:
+    """``stem`` with its last vowel written twice when a single a, e, o or u stands between two
+    consonants at its end (temperatur -> temperatuur), else empty."""
+    vowels = "aeiouy"
+    if len(stem) >= 4 and stem[-1] not in vowels and stem[-2] in "aeou" and stem[-3] not in vowels:
+        return stem[:-1] + stem[-2:]
+    return ""
+
+
+def _spellings(word: str) -> tuple[str, ...]:
+    """``word`` as written, then in the spelling English keeps for Latin and Greek words: ``kw``
+    as ``qu`` (kwadratuur), then ``k`` before a, o, u, l, r or t as ``c`` (kalibratie, kritisch,
+    elektron); the last is the most English."""
+    qu = word.replace("kw", "qu")
+    return tuple(dict.fromkeys((word, qu, re.sub(r"k(?=[aoulrt])", "c", qu))))
 
 
 def _b64(text: str) -> int:
@@ -208,19 +238,23 @@ class Translator:
         return result
 
     def _forms(self, word: str) -> list[str]:
-        """``word`` and its stems (see ``_ENDINGS``), each also as a verb, without a ``ge-``."""
+        """``word`` and its stems (see ``_ENDINGS``), each also as a verb, without a ``ge-``; a
+        stem that an ending left in an open syllable also with its long vowel written twice, as
+        Dutch spells it when closed (temperaturen -> temperatuur, kanalen -> kanaal, meten -> meet)."""
         forms = [word]
         for base in (word, word[2:] if word.startswith("ge") and len(word) > 5 else ""):
             for ending, replacement in _ENDINGS:
                 if base and base.endswith(ending) and len(base) - len(ending) >= MIN_PART:
                     stem = base[: -len(ending)] + replacement
                     undoubled = stem[:-1] if len(stem) > 3 and stem[-1] == stem[-2] else ""
-                    forms += [f for f in (stem, undoubled) if f] + [f + "en" for f in (stem, undoubled) if f]
+                    long = _long_vowel(stem) if ending in ("en", "e") else ""
+                    stems = [f for f in (stem, undoubled, long) if f]
+                    forms += stems + [f + "en" for f in stems]
         return list(dict.fromkeys(forms))
 
     def _lookup(self, word: str, part: bool = False) -> tuple[str, ...]:
-        """The English words of one word: the table's for it or a form of it, else its cognate;
-        a compound's ``part`` that is itself an English word is that word."""
+        """The English words of one word: the table's for it or a form of it, else its cognate
+        in the English vocabulary; a compound's ``part`` that is itself an English word is that word."""
         for form in self._forms(word):
             if form in self.table:
                 return tuple(self.table[form])
@@ -229,14 +263,20 @@ class Translator:
         for form in self._forms(word)[1:]:  # an inflected English word: mediane -> median
             if len(form) >= MIN_ENGLISH_PART and form in self.english:
                 return (form,)
-        for spelling in dict.fromkeys((word, word.replace("kw", "qu"))):  # kwadratuur -> quadrature
-            for ending, english in _COGNATES:
-                if spelling.endswith(ending) and len(spelling) - len(ending) >= MIN_PART:
-                    for suffix in english:
-                        cognate = spelling[: -len(ending)] + suffix
-                        if cognate in self.english:
-                            return (cognate,)
+        for stem, english, _ in self._cognates(word):
+            for suffix in english:
+                if stem + suffix in self.english:
+                    return (stem + suffix,)
         return ()
+
+    def _cognates(self, word: str) -> Iterable[tuple[str, tuple[str, ...], str]]:
+        """(stem, English endings, the regular one or "") for each of ``word``'s forms and
+        spellings that ends in a cognate ending (``_COGNATES``), in the order they are tried."""
+        for form in self._forms(word):
+            for spelling in _spellings(form):
+                for ending, english, regular in _COGNATES:
+                    if spelling.endswith(ending) and len(spelling) - len(ending) >= MIN_PART:
+                        yield spelling[: -len(ending)], english, regular
 
     def _word(self, word: str, depth: int = 0) -> tuple[str, ...]:
         found = self._lookup(word, part=depth > 0)
@@ -256,9 +296,16 @@ class Translator:
                 head = self._word(head_word, depth + 1) if len(head_word) >= MIN_PART else ()
                 if head:
                     return tuple(dict.fromkeys((*tail, *head)))
+        if depth > 0:
+            return ()
+        # A word of Latin or Greek make that the vocabulary lacks: its regular cognate, from the
+        # most English spelling (kalibratie -> calibration, not kalibration).
+        for stem, _, regular in self._cognates(word):
+            if regular and len(stem) >= MIN_COGNATE_STEM and stem == _spellings(stem)[-1]:
+                return (stem + regular,)
         # A compound whose head part is unknown and whose tail is an English word: that word
         # (debietmeter -> meter).
-        for cut in range(MIN_ENGLISH_PART, len(word) - MIN_ENGLISH_PART + 1) if depth == 0 else ():
+        for cut in range(MIN_ENGLISH_PART, len(word) - MIN_ENGLISH_PART + 1):
             if word[cut:] in self.english:
                 return (word[cut:],)
         return ()

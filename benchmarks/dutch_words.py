@@ -1,0 +1,49 @@
+"""How well a Dutch question's words are read in English: the translator a search uses
+(``cellar.retrieval.bilingual.question_translator``) on a list of Dutch words of engineering.
+
+    PYTHONPATH=py_src .venv/bin/python benchmarks/dutch_words.py [benchmarks/gold/dutch_words.tsv]
+
+Prints the share of words whose English reading holds one of the expected words, beside the
+reference of the table alone (the word looked up as written, nothing guessed), and the words read
+wrong or not at all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import unicodedata
+from pathlib import Path
+
+from cellar.retrieval.analysis import Analyzer
+from cellar.retrieval.bilingual import question_translator, reading_table
+from cellar.retrieval.embedding import default_model
+
+WORDS = Path(__file__).parent / "gold" / "dutch_words.tsv"
+
+
+def read_words(path: Path) -> list[tuple[str, set[str]]]:
+    rows = [line.split("\t") for line in path.read_text(encoding="utf-8").splitlines()]
+    return [(dutch, set(english.split())) for dutch, english in (r for r in rows if len(r) == 2)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("words", nargs="?", type=Path, default=WORDS)
+    words = read_words(parser.parse_args().words)
+    translator = question_translator(Analyzer(), default_model().tokenizer.vocab)
+    table = reading_table()
+    right, by_table, wrong = 0, 0, []
+    for dutch, expected in words:
+        found = translator.translate([dutch])
+        english = found[0].english if found else ()
+        right += bool(expected & set(english))
+        folded = "".join(c for c in unicodedata.normalize("NFKD", dutch) if not unicodedata.combining(c))
+        by_table += bool(expected & set(table.get(folded, ())))
+        if not expected & set(english):
+            wrong.append(f"{dutch} -> {' '.join(english) or '(nothing)'}")
+    print(f"{len(words)} words: read right {right} ({right / len(words):.3f}); the table alone {by_table}")
+    print("read wrong or not at all:\n  " + "\n  ".join(wrong))
+
+
+if __name__ == "__main__":
+    main()
