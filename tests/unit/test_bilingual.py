@@ -140,6 +140,12 @@ def test_irregular_endings_and_short_stems_are_not_guessed():
     assert Translator(TABLE, (), ENGLISH).translate(["energie", "gesimuleerd", "portie"]) == []
 
 
+def test_a_stop_word_is_no_compounds_head():
+    """``een`` (one) ends benzeen, as ``aan`` (on) ends propaan, without being its head word."""
+    translator = Translator({**TABLE, "een": ("one",), "benz": ("petrol",)}, ("een",), ENGLISH)
+    assert [t.english for t in translator.translate(["benzeen"])] == [("benzene",)]
+
+
 def test_english_words_and_stop_words_are_not_translated():
     translator = Translator(TABLE, ("de",), ENGLISH)
     assert translator.translate(["broadcasting", "bar", "de", "17-042", "onbekendwoord"]) == []

@@ -283,9 +283,10 @@ class Translator:
         if found or depth > 1:
             return found
         # A compound: the longest known tail (the head word of a Dutch compound), then what is left
-        # before it, which may itself be a compound.
+        # before it, which may itself be a compound. A stop word is no compound's head (benzeen is
+        # no benz + een, propaan no prop + aan), though a part before it may be one (voorbeeld).
         for cut in range(MIN_PART, len(word) - MIN_PART + 1):
-            tail = self._lookup(word[cut:], part=True)
+            tail = self._lookup(word[cut:], part=True) if word[cut:] not in self.stop else ()
             if not tail:
                 continue
             for link in _LINKS:
