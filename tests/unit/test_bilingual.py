@@ -125,6 +125,8 @@ def test_words(word, english):
         ("kwantificeren", ("quantify",)),  # kw as qu, the infinitive's stem kwantificeer
         ("kalibratie", ("calibration",)),  # k before a as c
         ("tangentiele", ("tangential",)),
+        ("gestratificeerde", ("stratify",)),  # a participle: its stem without ge-
+        ("generatie", ("generation",)),  # a word that begins with ge
     ],
 )
 def test_words_of_latin_make_the_vocabulary_lacks_read_by_their_regular_ending(word, english):

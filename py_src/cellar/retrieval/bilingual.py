@@ -272,7 +272,10 @@ class Translator:
     def _cognates(self, word: str) -> Iterable[tuple[str, tuple[str, ...], str]]:
         """(stem, English endings, the regular one or "") for each of ``word``'s forms and
         spellings that ends in a cognate ending (``_COGNATES``), in the order they are tried."""
-        for form in self._forms(word):
+        forms = self._forms(word)
+        if forms[0].startswith("ge"):  # a participle's stem before its ge- (gestratificeerde)
+            forms = forms[:1] + sorted(forms[1:], key=lambda form: form.startswith("ge"))
+        for form in forms:
             for spelling in _spellings(form):
                 for ending, english, regular in _COGNATES:
                     if spelling.endswith(ending) and len(spelling) - len(ending) >= MIN_PART:
