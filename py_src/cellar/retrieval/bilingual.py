@@ -206,10 +206,15 @@ def reading_table(directory: str | None = None) -> dict[str, tuple[str, ...]]:
 
 @dataclass(frozen=True)
 class Translation:
-    """One Dutch word of a question and its English words."""
+    """One Dutch word of a question and its English words: ``parts``, one tuple of senses per
+    part of a compound (its head first), the table's first sense first; ``english``, all of them."""
 
     word: str
-    english: tuple[str, ...]
+    parts: tuple[tuple[str, ...], ...]
+
+    @property
+    def english(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(sense for part in self.parts for sense in part))
 
 
 class Translator:
@@ -221,7 +226,7 @@ class Translator:
         self.table = table
         self.stop = frozenset(stop_words)
         self.english = frozenset(w for w in english if _WORD.fullmatch(w))
-        self._memo: dict[str, tuple[str, ...]] = {}
+        self._memo: dict[str, tuple[tuple[str, ...], ...]] = {}
 
     def translate(self, words: Iterable[str]) -> list[Translation]:
         """The translations of ``words`` (raw tokens of a question), in order; words with none,
@@ -281,10 +286,11 @@ class Translator:
                     if spelling.endswith(ending) and len(spelling) - len(ending) >= MIN_PART:
                         yield spelling[: -len(ending)], english, regular
 
-    def _word(self, word: str, depth: int = 0) -> tuple[str, ...]:
+    def _word(self, word: str, depth: int = 0) -> tuple[tuple[str, ...], ...]:
+        """``word``'s parts (see ``Translation``), or none."""
         found = self._lookup(word, part=depth > 0)
         if found or depth > 1:
-            return found
+            return (found,) if found else ()
         # A compound: the longest known tail (the head word of a Dutch compound), then what is left
         # before it, which may itself be a compound. A stop word is no compound's head (benzeen is
         # no benz + een, propaan no prop + aan), though a part before it may be one (voorbeeld).
@@ -299,19 +305,19 @@ class Translator:
                 head_word = head_word[: len(head_word) - len(link)]
                 head = self._word(head_word, depth + 1) if len(head_word) >= MIN_PART else ()
                 if head:
-                    return tuple(dict.fromkeys((*tail, *head)))
+                    return (tail, *head)
         if depth > 0:
             return ()
         # A word of Latin or Greek make that the vocabulary lacks: its regular cognate, from the
         # most English spelling (kalibratie -> calibration, not kalibration).
         for stem, _, regular in self._cognates(word):
             if regular and len(stem) >= MIN_COGNATE_STEM and stem == _spellings(stem)[-1]:
-                return (stem + regular,)
+                return ((stem + regular,),)
         # A compound whose head part is unknown and whose tail is an English word: that word
         # (debietmeter -> meter).
         for cut in range(MIN_ENGLISH_PART, len(word) - MIN_ENGLISH_PART + 1):
             if word[cut:] in self.english:
-                return (word[cut:],)
+                return ((word[cut:],),)
         return ()
 
 
@@ -342,7 +348,7 @@ def read_in_english(query: str, analyzer: Analyzer, translator: Translator) -> R
     language = analyzer.query_language(query)
     if language == "english":
         return Reading()
-    reading = english_reading(query, analyzer, translator)
+    reading = english_reading(query, analyzer, translator, every_sense=False)
     if language is None and 2 * len(reading.held_by or ()) < len(_content_words(query, analyzer, translator)):
         return Reading()
     return reading
@@ -362,27 +368,41 @@ def _words(text: str, analyzer: Analyzer) -> list[str]:
     return [piece for raw in analyzer.raw_tokens(text) for piece in _PIECES.split(raw) if piece]
 
 
-def english_reading(text: str, analyzer: Analyzer, translator: Translator) -> Reading:
+def english_reading(text: str, analyzer: Analyzer, translator: Translator, every_sense: bool = True) -> Reading:
     """The English reading of Dutch ``text``: a question's (``read_in_english``) or a chunk's of a
     Dutch file (``cellar.retrieval.incremental``). A word joined by ``-``, ``_`` or ``.`` is read
-    part by part (``Froude-getal``; ``kortsluitstroom_ka``, a variable of a Dutch notebook)."""
+    part by part (``Froude-getal``; ``kortsluitstroom_ka``, a variable of a Dutch notebook).
+
+    ``text``, what the dense ranker embeds, has every sense of each word (a chunk's: its vector
+    is found by any of them) or, without ``every_sense``, the first sense of each part in English
+    order (a question's, ``koelwaterleiding`` -> cool water pipe: its vector is a few words, and
+    each further sense pulls it from what was asked); BM25 and the refusal test take every sense
+    either way."""
     words = _words(text, analyzer)
-    translated = {t.word: t.english for t in translator.translate(words)}
+    translated = {t.word: t for t in translator.translate(words)}
     if not translated:
         return Reading()
     held_by: dict[str, tuple[str, ...]] = {}
     expansion: list[str] = []
-    for word, english in translated.items():
-        english_terms = tuple(dict.fromkeys(analyzer.language_terms(" ".join(english), "english")))
+    for word, translation in translated.items():
+        english_terms = tuple(dict.fromkeys(analyzer.language_terms(" ".join(translation.english), "english")))
         expansion.extend(english_terms)
         for term in analyzer.language_terms(word, "dutch"):
             held_by[term] = tuple(dict.fromkeys((*held_by.get(term, ()), *english_terms)))
     pieces = [
-        " ".join(translated[word]) if word in translated else word
+        " ".join(_reading(translated[word], every_sense)) if word in translated else word
         for word in words
         if _fold(word) not in translator.stop
     ]
     return Reading(" ".join(pieces), tuple(dict.fromkeys(expansion)), held_by)
+
+
+def _reading(translation: Translation, every_sense: bool) -> tuple[str, ...]:
+    """A translated word's English words for the embedded text: every sense, or each part's
+    first in English order (a compound's head last)."""
+    if every_sense:
+        return translation.english
+    return tuple(part[0] for part in reversed(translation.parts))
 
 
 def make_table(index: str | Path, out: str | Path, vocabulary: Iterable[str]) -> dict[str, Any]:
