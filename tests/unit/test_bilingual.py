@@ -158,9 +158,10 @@ def test_a_dutch_question_reads_in_english_and_an_english_one_does_not():
     stop = analyzer.stop_words("dutch") | analyzer.stop_words("english")
     translator = Translator(TABLE, stop, ENGLISH)
     reading = read_in_english("Wat is het drukverlies in de leiding?", analyzer, translator)
-    # what the dense ranker embeds: each part's first sense, in English order (the head last);
-    # what BM25 and the refusal test read: every sense
+    # what it ranks by: each part's first sense, in English order (the head last); what BM25,
+    # the refusal test and its closeness to a Dutch file's chunks read: every sense
     assert reading.text == "edition loss pipe"
+    assert reading.every_sense == "loss edition pressure pipe"
     assert "pressur" in reading.terms and "pipe" in reading.terms
     (dutch,) = analyzer.language_terms("drukverlies", "dutch")
     assert reading.held_by is not None and "pressur" in reading.held_by[dutch]
@@ -238,7 +239,9 @@ def test_a_dutch_files_chunks_carry_their_english_reading_and_an_english_files_d
     own = analyzer.terms(dutch[0]["text"])
     terms = chunk_terms(dutch[0]["text"], analyzer, prose)  # its own, then its reading's, marked
     assert terms == [*own, *(reading(term) for term in prose.terms)] and "pressur" not in own
-    assert embedded_text(dutch[0], analyzer, prose) == prose.text and "pressure" in prose.text
+    # a chunk is embedded from every sense of its words (a question ranks by the first ones)
+    assert embedded_text(dutch[0], analyzer, prose) == prose.every_sense and "pressure" in prose.every_sense
+    assert "pressure" not in prose.text
     english = [chunk("markdown", "The pressure loss in the pipe is calculated here for the pump.")]
     short = [chunk("markdown", "Het drukverlies.")]
     for file in (english, short):

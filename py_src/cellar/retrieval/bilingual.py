@@ -37,7 +37,7 @@ import importlib.resources
 import json
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -324,11 +324,14 @@ class Translator:
 @dataclass(frozen=True)
 class Reading:
     """What a question adds in English: ``text`` (the question with each translated word replaced
-    by its English words, for the dense ranker), ``terms`` (the English terms of every translated
-    word, for BM25) and ``held_by`` (a Dutch term -> the English terms that hold it, for the
-    refusal test). Empty for a question with nothing to translate."""
+    by the first sense of each of its parts, in English order: ``koelwaterleiding`` -> cool water
+    pipe; what a question ranks by), ``every_sense`` (the same with every sense of each word: what
+    a Dutch file's chunk is embedded from, so a question's closeness in meaning counts it too),
+    ``terms`` (the English terms of every sense, for BM25) and ``held_by`` (a Dutch term -> the
+    English terms that hold it, for the refusal test). Empty for a text with nothing to translate."""
 
     text: str = ""
+    every_sense: str = ""
     terms: tuple[str, ...] = ()
     held_by: Mapping[str, tuple[str, ...]] | None = None
 
@@ -348,7 +351,7 @@ def read_in_english(query: str, analyzer: Analyzer, translator: Translator) -> R
     language = analyzer.query_language(query)
     if language == "english":
         return Reading()
-    reading = english_reading(query, analyzer, translator, every_sense=False)
+    reading = english_reading(query, analyzer, translator)
     if language is None and 2 * len(reading.held_by or ()) < len(_content_words(query, analyzer, translator)):
         return Reading()
     return reading
@@ -368,16 +371,14 @@ def _words(text: str, analyzer: Analyzer) -> list[str]:
     return [piece for raw in analyzer.raw_tokens(text) for piece in _PIECES.split(raw) if piece]
 
 
-def english_reading(text: str, analyzer: Analyzer, translator: Translator, every_sense: bool = True) -> Reading:
+def english_reading(text: str, analyzer: Analyzer, translator: Translator) -> Reading:
     """The English reading of Dutch ``text``: a question's (``read_in_english``) or a chunk's of a
     Dutch file (``cellar.retrieval.incremental``). A word joined by ``-``, ``_`` or ``.`` is read
     part by part (``Froude-getal``; ``kortsluitstroom_ka``, a variable of a Dutch notebook).
 
-    ``text``, what the dense ranker embeds, has every sense of each word (a chunk's: its vector
-    is found by any of them) or, without ``every_sense``, the first sense of each part in English
-    order (a question's, ``koelwaterleiding`` -> cool water pipe: its vector is a few words, and
-    each further sense pulls it from what was asked); BM25 and the refusal test take every sense
-    either way."""
+    A question ranks by the first senses (``Reading.text``): its vector is a few words, and each
+    further sense pulls it from what was asked. A chunk is embedded from every sense
+    (``Reading.every_sense``): its vector is found by any of them."""
     words = _words(text, analyzer)
     translated = {t.word: t for t in translator.translate(words)}
     if not translated:
@@ -389,20 +390,17 @@ def english_reading(text: str, analyzer: Analyzer, translator: Translator, every
         expansion.extend(english_terms)
         for term in analyzer.language_terms(word, "dutch"):
             held_by[term] = tuple(dict.fromkeys((*held_by.get(term, ()), *english_terms)))
-    pieces = [
-        " ".join(_reading(translated[word], every_sense)) if word in translated else word
-        for word in words
-        if _fold(word) not in translator.stop
-    ]
-    return Reading(" ".join(pieces), tuple(dict.fromkeys(expansion)), held_by)
+    content = [word for word in words if _fold(word) not in translator.stop]
 
+    def read(english: Callable[[Translation], Iterable[str]]) -> str:
+        return " ".join(" ".join(english(translated[word])) if word in translated else word for word in content)
 
-def _reading(translation: Translation, every_sense: bool) -> tuple[str, ...]:
-    """A translated word's English words for the embedded text: every sense, or each part's
-    first in English order (a compound's head last)."""
-    if every_sense:
-        return translation.english
-    return tuple(part[0] for part in reversed(translation.parts))
+    return Reading(
+        read(lambda t: (part[0] for part in reversed(t.parts))),  # a compound's head last
+        read(lambda t: t.english),
+        tuple(dict.fromkeys(expansion)),
+        held_by,
+    )
 
 
 def make_table(index: str | Path, out: str | Path, vocabulary: Iterable[str]) -> dict[str, Any]:

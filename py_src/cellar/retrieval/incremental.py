@@ -318,7 +318,7 @@ def embedded_text(record: Mapping[str, Any], analyzer: Analyzer, reading: Readin
     in full, below every notebook answer); a chunk of a Dutch file, by its English reading in
     its place (``english_readings``: the model is English; on the tuning sets, refusal recall
     rose against embedding both). BM25 gets both from ``chunk_terms``."""
-    text = reading.text or record["text"]
+    text = reading.every_sense or record["text"]
     words = analyzer.glossary_words(record["text"]) if record.get("meta", {}).get("source") == "records" else []
     return f"{text}\n{' '.join(words)}" if words else text
 

@@ -327,15 +327,17 @@ class Searcher:
         return read_in_english(query, self.analyzer, self._translator)
 
     def _query_vectors(self, query: str, reading: Reading) -> np.ndarray:
-        """The question's vectors, one per row: its own, then a Dutch question's English reading's.
+        """The question's vectors, one per row: its own, then a Dutch question's English reading's
+        with every sense and with the first senses (``bilingual.Reading``).
 
         The dense ranker uses the last one: a Dutch question ranks by its English reading (on the
         Dutch dev questions, benchmarks/gold/dev_nl.jsonl, dense alone: notebook hit@1 .000 with
         the Dutch text, .128 with the two blended, .359 with the reading). The refusal's closeness
-        in meaning is the best cosine with either (``sources.cosines``): the reading meets English
-        cells, the question's own words meet Dutch ones (the demo's Dutch notebooks: similarity
-        .80 with the question, .16 with its reading, which refused them)."""
-        return self.model.encode([query, reading.text] if reading.text else [query])
+        in meaning is the best cosine with any (``sources.cosines``): the first senses meet English
+        cells, every sense meets a Dutch file's chunks (embedded so), the question's own words
+        meet Dutch ones (the demo's Dutch notebooks: similarity .80 with the question, .16 with
+        its reading, which refused them)."""
+        return self.model.encode([query, reading.every_sense, reading.text] if reading.text else [query])
 
     def _allowed(self, filters: Filters) -> np.ndarray:
         """Per chunk, whether the filters let its notebook in (``Filters.mask``: its catalogue
