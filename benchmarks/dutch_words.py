@@ -11,11 +11,10 @@ wrong or not at all.
 from __future__ import annotations
 
 import argparse
-import unicodedata
 from pathlib import Path
 
 from cellar.retrieval.analysis import Analyzer
-from cellar.retrieval.bilingual import question_translator, reading_table
+from cellar.retrieval.bilingual import _fold, question_translator, reading_table
 from cellar.retrieval.embedding import default_model
 
 WORDS = Path(__file__).parent / "gold" / "dutch_words.tsv"
@@ -36,10 +35,10 @@ def main() -> None:
     for dutch, expected in words:
         found = translator.translate([dutch])
         english = found[0].english if found else ()
-        right += bool(expected & set(english))
-        folded = "".join(c for c in unicodedata.normalize("NFKD", dutch) if not unicodedata.combining(c))
-        by_table += bool(expected & set(table.get(folded, ())))
-        if not expected & set(english):
+        read_right = bool(expected & set(english))
+        right += read_right
+        by_table += bool(expected & set(table.get(_fold(dutch), ())))  # folded as the translator does
+        if not read_right:
             wrong.append(f"{dutch} -> {' '.join(english) or '(nothing)'}")
     print(f"{len(words)} words: read right {right} ({right / len(words):.3f}); the table alone {by_table}")
     print("read wrong or not at all:\n  " + "\n  ".join(wrong))
