@@ -283,32 +283,47 @@ def prepare(
         cell_count = len(source.cells)
         named = source.metadata.get("title")
         title = named.strip() if isinstance(named, str) and named.strip() else None
+    made = analysed_part(task.path, task.key, records, analyzer, model, cell_count, title, reuse)
+    view = getattr(chunked, "document", None)
+    document = compress(canonical(view)) if view is not None else None
+    return replace(made, render=part.render, problems=problems, document=document)
+
+
+def analysed_part(
+    path: str,
+    key: str,
+    records: Sequence[ChunkRecord],
+    analyzer: Analyzer,
+    model: StaticModel,
+    cell_count: int | None = None,
+    title: str | None = None,
+    reuse: Part | None = None,
+) -> Part:
+    """The part of one file's chunk records: their BM25 terms and int8 vectors (``make_part``),
+    a Dutch file's with its English reading (``english_readings``). With ``reuse`` (a cached
+    part of the same bytes at another path), chunks whose text it holds take its terms and
+    embedding. The one path from records to terms and vectors, for a cold build from records
+    (``index.build_index``) and for a file prepared for the cache (``prepare``)."""
     known: dict[str, int] = {}
-    earlier: list[ChunkRecord] = []
     if reuse is not None:
-        earlier = part_records(reuse)
-        known = {record["text"]: number for number, record in enumerate(earlier)}
-    texts = [record["text"] for record in records]
+        known = {record["text"]: number for number, record in enumerate(part_records(reuse))}
     readings = english_readings(records, analyzer, translator_for(analyzer, model))
     missing = [embedded_text(r, analyzer, reading) for r, reading in zip(records, readings) if r["text"] not in known]
     # Quantisation is per row, so rows quantised apart equal rows quantised together.
     fresh_vectors, fresh_scales = quantise_rows(model.encode(missing) if missing else np.zeros((0, model.dims)))
-    vectors = np.zeros((len(texts), model.dims), dtype=np.int8)
-    scales = np.zeros(len(texts), dtype=np.float32)
+    vectors = np.zeros((len(records), model.dims), dtype=np.int8)
+    scales = np.zeros(len(records), dtype=np.float32)
     terms, fresh = [], 0
-    for row, text in enumerate(texts):
-        if text in known:
+    for row, record in enumerate(records):
+        if record["text"] in known:
             assert reuse is not None
-            vectors[row], scales[row] = reuse.vectors[known[text]], reuse.scales[known[text]]
-            terms.append(reuse.terms[known[text]])
+            vectors[row], scales[row] = reuse.vectors[known[record["text"]]], reuse.scales[known[record["text"]]]
+            terms.append(reuse.terms[known[record["text"]]])
         else:
             vectors[row], scales[row] = fresh_vectors[fresh], fresh_scales[fresh]
-            terms.append(chunk_terms(text, analyzer, readings[row]))
+            terms.append(chunk_terms(record["text"], analyzer, readings[row]))
             fresh += 1
-    made = make_part(task.path, task.key, records, terms, vectors, scales, cell_count, title)
-    view = getattr(chunked, "document", None)
-    document = compress(canonical(view)) if view is not None else None
-    return replace(made, render=part.render, problems=problems, document=document)
+    return make_part(path, key, records, terms, vectors, scales, cell_count, title)
 
 
 def embedded_text(record: Mapping[str, Any], analyzer: Analyzer, reading: Reading = NO_READING) -> str:

@@ -29,16 +29,12 @@ import numpy as np
 from cellar.records import STATUSES, ChunkRecord, NotebookEntry
 from cellar.retrieval.analysis import Analyzer, AnalyzerSettings
 from cellar.retrieval.bm25 import BM25
-from cellar.retrieval.embedding import StaticModel, quantise_rows
+from cellar.retrieval.embedding import StaticModel
 from cellar.retrieval.incremental import (
     Part,
     Render,
-    chunk_terms,
-    embedded_text,
-    english_readings,
-    make_part,
+    analysed_part,
     part_records,
-    translator_for,
 )
 from cellar.retrieval.packing import container_records
 
@@ -112,15 +108,9 @@ def build_index(
     report = progress or (lambda done, total, what: None)
     text_analyzer = Analyzer(settings)
     parts = []
-    translator = translator_for(text_analyzer, model)
     for number, path in enumerate(sorted(groups)):
-        group = groups[path]
-        readings = english_readings(group, text_analyzer, translator)
-        texts = [embedded_text(record, text_analyzer, reading) for record, reading in zip(group, readings)]
-        vectors, scales = quantise_rows(model.encode(texts))
-        terms = [chunk_terms(record["text"], text_analyzer, reading) for record, reading in zip(group, readings)]
-        part = make_part(
-            path, "", group, terms, vectors, scales, (cell_counts or {}).get(path), (titles or {}).get(path)
+        part = analysed_part(
+            path, "", groups[path], text_analyzer, model, (cell_counts or {}).get(path), (titles or {}).get(path)
         )
         render = (renders or {}).get(path)
         part.render = (render.status, render.reason, render.rendered) if render else None
