@@ -148,6 +148,15 @@ def test_a_stop_word_is_no_compounds_head():
     assert [t.english for t in translator.translate(["benzeen"])] == [("benzene",)]
 
 
+def test_a_sense_spelled_like_the_dutch_word_comes_first():
+    """The dictionary lists a word's senses in no order of use, and a question ranks by the first:
+    a cognate among them goes first (tabel: table before index); a word without one keeps the
+    dictionary's order."""
+    table = {"tabel": ("index", "table", "tablet"), "druk": ("edition", "pressure")}
+    read = Translator(table, (), ENGLISH).translate(["tabel", "druk"])
+    assert [t.parts for t in read] == [(("table", "index", "tablet"),), (("edition", "pressure"),)]
+
+
 def test_english_words_and_stop_words_are_not_translated():
     translator = Translator(TABLE, ("de",), ENGLISH)
     assert translator.translate(["broadcasting", "bar", "de", "17-042", "onbekendwoord"]) == []

@@ -39,6 +39,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -86,6 +87,7 @@ _COGNATES = (
     ("aal", ("al",), ""), ("ale", ("al",), ""), ("ele", ("al",), ""), ("eel", ("al",), ""),
 )  # fmt: skip
 MIN_COGNATE_STEM = 4  # letters before a regular ending read without the vocabulary (capaciteit: 5)
+COGNATE_RATIO = 0.6  # how alike a sense must be spelled to come first (_cognate_first)
 MIN_ENGLISH_PART = 4  # letters of a compound's part read as an English word (wind + park)
 _LINKS = ("", "s", "e", "en")  # linking letters between the parts of a compound
 # Question words, beside the analyser's Dutch stop words: never translated (``waar`` is "where",
@@ -95,6 +97,18 @@ QUESTION_WORDS = frozenset("waar welke welk hoeveel wanneer waarom hoe wie wat".
 
 def _fold(word: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c)).casefold()
+
+
+def _cognate_first(word: str, senses: Sequence[str]) -> tuple[str, ...]:
+    """``senses`` with the one spelled most like ``word`` first when it is a cognate (a ratio of
+    at least ``COGNATE_RATIO``: tabel -> table before index, constructie -> structure before
+    building): the dictionary lists a word's senses in no order of use, and a question ranks by
+    its first; English shares most of the trade's words with Dutch."""
+    ratios = [SequenceMatcher(None, word, sense).ratio() for sense in senses]
+    best = max(range(len(senses)), key=ratios.__getitem__, default=0)
+    if best == 0 or ratios[best] < COGNATE_RATIO:
+        return tuple(senses)
+    return (senses[best], *senses[:best], *senses[best + 1 :])
 
 
 def _long_vowel(stem: str) -> str:
@@ -207,7 +221,8 @@ def reading_table(directory: str | None = None) -> dict[str, tuple[str, ...]]:
 @dataclass(frozen=True)
 class Translation:
     """One Dutch word of a question and its English words: ``parts``, one tuple of senses per
-    part of a compound (its head first), the table's first sense first; ``english``, all of them."""
+    part of a compound (its head first), in the table's order but a cognate first (``_cognate_first``);
+    ``english``, all of them."""
 
     word: str
     parts: tuple[tuple[str, ...], ...]
@@ -262,7 +277,7 @@ class Translator:
         in the English vocabulary; a compound's ``part`` that is itself an English word is that word."""
         for form in self._forms(word):
             if form in self.table:
-                return tuple(self.table[form])
+                return _cognate_first(form, self.table[form])
         if part and len(word) >= MIN_ENGLISH_PART and word in self.english:
             return (word,)
         for form in self._forms(word)[1:]:  # an inflected English word: mediane -> median
