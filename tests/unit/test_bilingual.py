@@ -96,6 +96,7 @@ def test_a_dictd_dictionary_is_cut_to_the_vocabulary(tmp_path):
         ("mediane", ("median",)),  # an inflected English word
         ("debietmeter", ("meter",)),  # an unknown head before an English word
         ("kanalen", ("channel",)),  # a plural whose stem is spelt with a long vowel: kanaal
+        ("snelheden", ("speed",)),  # -heid's plural, not snel + heden (today)
         ("warmtecapaciteit", ("capacity", "heat")),  # a compound before a cognate of the whole word
         # Cognates the vocabulary holds: the first of the ending's English forms it has
         ("primaire", ("primary",)),  # -air: -ar or -ary
