@@ -31,6 +31,8 @@ TABLE = {
     "verdeling": ("distribution",),
     "kanaal": ("channel",),
     "warmte": ("heat",),
+    "rad": ("wheel",),
+    "eren": ("honour",),
 }
 ENGLISH = {
     "harmonic", "thermal", "wind", "broadcasting", "bar", "pressure", "loss", "median", "numerical", "meter",
@@ -97,6 +99,7 @@ def test_a_dictd_dictionary_is_cut_to_the_vocabulary(tmp_path):
         ("debietmeter", ("meter",)),  # an unknown head before an English word
         ("kanalen", ("channel",)),  # a plural whose stem is spelt with a long vowel: kanaal
         ("snelheden", ("speed",)),  # -heid's plural, not snel + heden (today)
+        ("raderen", ("wheel",)),  # a plural in -eren, not rad + eren (honour)
         ("warmtecapaciteit", ("capacity", "heat")),  # a compound before a cognate of the whole word
         # Cognates the vocabulary holds: the first of the ending's English forms it has
         ("primaire", ("primary",)),  # -air: -ar or -ary

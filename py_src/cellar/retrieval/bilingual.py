@@ -62,11 +62,11 @@ _WORD = re.compile(r"[a-z]+")
 _PIECES = re.compile(r"[-_]|(?<=[^\W\d_])\.(?=[^\W\d_])")
 # Inflection endings of a Dutch word, longest first, with what replaces them: plurals (-en, -s),
 # adjective -e, the spelling changes of a plural (verliezen -> verlies, golven -> golf, snelheden ->
-# snelheid: not snel + heden, today), a verb's noun (-ing) and participles (-d, -t, -de, -te); each
-# stem is also tried as a verb (+ -en).
+# snelheid: not snel + heden, today; raderen -> rad: not rad + eren, honour), a verb's noun (-ing) and
+# participles (-d, -t, -de, -te); each stem is also tried as a verb (+ -en).
 _ENDINGS = (
-    ("heden", "heid"), ("zen", "s"), ("ven", "f"), ("ing", ""), ("en", ""), ("de", ""), ("te", ""), ("s", ""),
-    ("e", ""), ("d", ""), ("t", ""),
+    ("heden", "heid"), ("eren", ""), ("zen", "s"), ("ven", "f"), ("ing", ""), ("en", ""), ("de", ""), ("te", ""),
+    ("s", ""), ("e", ""), ("d", ""), ("t", ""),
 )  # fmt: skip
 # Dutch endings of words that English shares (cognates), longest first where they overlap, their
 # English forms, and the one regular enough to trust without the English vocabulary (or none). A
