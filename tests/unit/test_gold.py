@@ -6,6 +6,7 @@ there."""
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -80,3 +81,81 @@ def test_dutch_dev_questions_translate_dev_questions(shared_corpus):
         original = dev[row["translates"]]
         assert row["lang"] == "nl" and original["lang"] == "en" and row["query"] != original["query"]
         assert row["expect"] == original["expect"] and row["kind"] == original["kind"]
+
+
+NEAR_MISS = HELDOUT.parent / "near_miss.jsonl"
+
+
+@pytest.fixture(scope="module")
+def near_miss() -> list[dict]:
+    return read_gold(NEAR_MISS.read_text(encoding="utf-8").splitlines(), str(NEAR_MISS))
+
+
+def test_near_misses_are_well_formed_and_paired(near_miss):
+    """benchmarks/gold/near_miss.jsonl: 24 value questions over 24 notebooks, each paired with a near
+    miss on the same notebook (its `pair`), a third in Dutch, half the key terms absent from the corpus."""
+    rows = {row["id"]: row for row in near_miss}
+    assert len(near_miss) == 48 and len(rows) == 48
+    for row in near_miss:
+        assert row["lang"] in {"en", "nl"} and row["kind"] in {"value", "out_of_scope"}, row["id"]
+        assert (row["kind"] == "out_of_scope") == (not row["expect"]), row["id"]
+        assert isinstance(row["answer"], str) and row["answer"].strip(), row["id"]
+        for e in row["expect"]:
+            assert isinstance(e["cell"], int) and e["evidence"].strip(), row["id"]
+    misses = [row for row in near_miss if row["kind"] == "out_of_scope"]
+    assert len(misses) == 24
+    assert sum(row["lang"] == "nl" for row in near_miss) >= 16
+    assert len({row["pair"] for row in misses}) == 24  # every answerable question has its own near miss
+    notebooks = set()
+    for row in misses:
+        partner = rows[row["pair"]]
+        assert partner["kind"] == "value" and partner["lang"] == row["lang"], row["id"]
+        assert row["key_term"].strip() and isinstance(row["key_term_elsewhere"], bool), row["id"]
+        paths = {e["path"] for e in partner["expect"]}
+        assert len(paths) == 1, partner["id"]
+        notebooks |= paths
+    assert len(notebooks) == 24
+    elsewhere = Counter(row["key_term_elsewhere"] for row in misses)
+    assert elsewhere[True] >= 10 and elsewhere[False] >= 10
+
+
+def test_near_misses_touch_no_dev_or_heldout_notebook(near_miss, heldout, shared_corpus):
+    used = {e["path"] for row in near_miss for e in row["expect"]}
+    assert not used & {e["path"] for row in heldout for e in row["expect"]}
+    dev_path = shared_corpus.parent / "gold" / "dev.jsonl"
+    if not dev_path.is_file():
+        pytest.skip(f"{dev_path} not found")
+    dev = read_gold(dev_path.read_text(encoding="utf-8").splitlines(), str(dev_path))
+    assert not used & {e["path"] for row in dev for e in row["expect"]}
+
+
+def test_every_near_miss_evidence_is_in_its_cell(near_miss, shared_corpus):
+    wrong = []
+    for row in near_miss:
+        for e in row["expect"]:
+            cells = load_notebook(shared_corpus / e["path"], shared_corpus).cells
+            if not (0 <= e["cell"] < len(cells) and any(e["evidence"] in t for t in _texts(cells[e["cell"]]))):
+                wrong.append((row["id"], e["path"], e["cell"], e["evidence"]))
+    assert not wrong, json.dumps(wrong, indent=1)
+
+
+def test_near_miss_key_terms_are_where_they_say(near_miss, shared_corpus):
+    """A near miss's key term occurs in no notebook of the corpus, or (`key_term_elsewhere`) in a
+    notebook other than the one it is near; a term is a whole word, `_` and punctuation separate."""
+    corpus = {}
+    for path in sorted(shared_corpus.rglob("*.ipynb")):
+        rel = path.relative_to(shared_corpus).as_posix()
+        if not rel.startswith("edge/"):
+            cells = load_notebook(path, shared_corpus).cells
+            corpus[rel] = "\n".join(t for cell in cells for t in _texts(cell))
+    rows = {row["id"]: row for row in near_miss}
+    wrong = []
+    for row in near_miss:
+        if row["kind"] != "out_of_scope":
+            continue
+        near = rows[row["pair"]]["expect"][0]["path"]
+        word = re.compile(rf"(?<![^\W_]){re.escape(row['key_term'])}(?![^\W_])", re.IGNORECASE)
+        found = {rel for rel, text in corpus.items() if word.search(text)}
+        if row["key_term_elsewhere"] != bool(found - {near}) or (not row["key_term_elsewhere"] and found):
+            wrong.append((row["id"], row["key_term"], sorted(found)))
+    assert not wrong, json.dumps(wrong, indent=1)
