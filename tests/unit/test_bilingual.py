@@ -161,6 +161,18 @@ def test_a_sense_spelled_like_the_dutch_word_comes_first():
     assert [t.parts for t in read] == [(("table", "index", "tablet"),), (("edition", "pressure"),)]
 
 
+def test_a_plural_that_is_also_a_verb_reads_as_the_noun_first():
+    """verliezen is to lose and losses, proeven to taste and tests: the singular's senses go
+    first; waarden's singular is waarde, not waard (host); a long vowel's singular comes before
+    the short one (platen: plaat, not plat)."""
+    table = {
+        "verliezen": ("lose",), "verlies": ("loss",), "waarden": ("values",), "waard": ("host",),
+        "waarde": ("value",), "plat": ("flat",), "plaat": ("plate",),
+    }  # fmt: skip
+    read = Translator(table, (), ENGLISH).translate(["verliezen", "waarden", "platen"])
+    assert [t.parts for t in read] == [(("loss", "lose"),), (("value", "values"),), (("plate",),)]
+
+
 def test_english_words_and_stop_words_are_not_translated():
     translator = Translator(TABLE, ("de",), ENGLISH)
     assert translator.translate(["broadcasting", "bar", "de", "17-042", "onbekendwoord"]) == []

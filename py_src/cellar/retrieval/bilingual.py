@@ -260,8 +260,9 @@ class Translator:
 
     def _forms(self, word: str) -> list[str]:
         """``word`` and its stems (see ``_ENDINGS``), each also as a verb, without a ``ge-``; a
-        stem that an ending left in an open syllable also with its long vowel written twice, as
-        Dutch spells it when closed (temperaturen -> temperatuur, kanalen -> kanaal, meten -> meet)."""
+        stem that an ending left in an open syllable first with its long vowel written twice, as
+        Dutch spells it when closed (temperaturen -> temperatuur, platen -> plaat before plat,
+        meten -> meet)."""
         forms = [word]
         for base in (word, word[2:] if word.startswith("ge") and len(word) > 5 else ""):
             for ending, replacement in _ENDINGS:
@@ -269,19 +270,21 @@ class Translator:
                     stem = base[: -len(ending)] + replacement
                     undoubled = stem[:-1] if len(stem) > 3 and stem[-1] == stem[-2] else ""
                     long = _long_vowel(stem) if ending in ("en", "e") else ""
-                    stems = [f for f in (stem, undoubled, long) if f]
+                    stems = [f for f in (long, stem, undoubled) if f]
                     forms += stems + [f + "en" for f in stems]
         return list(dict.fromkeys(forms))
 
     def _lookup(self, word: str, part: bool = False) -> tuple[str, ...]:
         """The English words of one word: the table's for it or a form of it, else its cognate
         in the English vocabulary; a compound's ``part`` that is itself an English word is that word."""
-        for form in self._forms(word):
+        forms = self._forms(word)
+        for form in forms:
             if form in self.table:
-                return _cognate_first(form, self.table[form])
+                senses = _cognate_first(form, self.table[form])
+                return self._noun_first(word, forms, senses) if form == word and word.endswith("en") else senses
         if part and len(word) >= MIN_ENGLISH_PART and word in self.english:
             return (word,)
-        for form in self._forms(word)[1:]:  # an inflected English word: mediane -> median
+        for form in forms[1:]:  # an inflected English word: mediane -> median
             if len(form) >= MIN_ENGLISH_PART and form in self.english:
                 return (form,)
         for stem, english, _ in self._cognates(word):
@@ -289,6 +292,16 @@ class Translator:
                 if stem + suffix in self.english:
                     return (stem + suffix,)
         return ()
+
+    def _noun_first(self, word: str, forms: Sequence[str], senses: tuple[str, ...]) -> tuple[str, ...]:
+        """The ``senses`` of a headword in -en with its singular's first: such a word is often a
+        verb and a noun's plural at once (verliezen: lose, and losses; proeven: taste, and tests),
+        the dictionary gives the verb, and a question about a calculation means the noun more
+        often. The singular is the -e noun's (waarden: waarde, not waard, host) or a stem of
+        ``_forms`` (platen: plaat, its long vowel first)."""
+        singulars = (word[:-1], *forms[1:])
+        noun = next((f for f in singulars if f in self.table and not f.endswith("en")), None)
+        return tuple(dict.fromkeys((*_cognate_first(noun, self.table[noun]), *senses))) if noun else senses
 
     def _cognates(self, word: str) -> Iterable[tuple[str, tuple[str, ...], str]]:
         """(stem, English endings, the regular one or "") for each of ``word``'s forms and
