@@ -19,6 +19,15 @@ from cellar.retrieval.answer_cell import diverse, intent, order_hits
         ("difference between supervised and unsupervised learning", "explain"),
         ("what is the pressure drop at 200 L/min", "value"),
         ("fitting IEC binned power curves to filtered SCADA data", "locate"),
+        # a question that opens on a value's noun asks for it without naming a number
+        ("final RMSE of the tuned random forest on the test set", "value"),
+        ("lightship weight of the harbour tug including margins", "value"),
+        ("Overlevingskans van vrouwen in de eerste klas", "locate"),  # a compound the list lacks
+        # one that opens on a diagram, a law or a fit locates it, whatever numbers follow
+        ("T-xy diagram for water and ethanol at 1 bar", "locate"),
+        ("Affiniteitswetten van de pomp bij 1700 rpm", "locate"),
+        ("Waar staat de GZ-kromme van het vrachtschip uit 2016?", "locate"),
+        ("how accurate are the k-means clusters on the digits", "locate"),  # k-means: no "means"
     ],
 )
 def test_intent(query, asks):

@@ -7,8 +7,10 @@ shown, the hits are reordered by what the question asks for (``intent``):
 
 - ``explain`` (why, what is, how does, definition, difference, Dutch alike; without a number): the
   best chunk of each kind in score order, then the rest, as before (prose answers these);
-- ``value`` (a digit in the question, how much / how many / hoeveel, what value ...) and
-  ``locate`` (every other question: where is X computed, plotted, fitted): the **answer cell**
+- ``value`` (a digit in the question, how much / how many / hoeveel, what value ..., or a question
+  that opens on a value's noun: `final RMSE of the tuned forest`, `lightship weight of the tug`) and
+  ``locate`` (every other question: where is X computed, plotted, fitted; one that opens on a
+  diagram, a law or a fit whatever numbers follow: `T-xy diagram at 1 bar`): the **answer cell**
   first: of the notebook's computing cells (a code cell with its outputs), the one whose best
   chunk plus the best markdown that introduces it (the markdown cells between the code cell
   before it and it; not the notebook's first cell, which introduces the whole notebook and so
@@ -30,19 +32,43 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cellar.records import KINDS
+from cellar.retrieval.analysis import STOP_WORDS
+from cellar.retrieval.quantities import families_of_noun
 
 OUTPUT_KINDS = ("table", "scalar", "stream")
 LOCATE_KINDS = ("code", "plot")
 SECOND_OF_A_KIND = 0.9  # a second chunk of a kind leads too when it scores this share of the kind's best
 SECOND_KINDS = ("code", "table", "scalar", "stream", "plot")  # not markdown: its windows share a heading
+_STOP = STOP_WORDS["english"] | STOP_WORDS["dutch"]
+# What a question opens with before the words it asks about: asking words and stop words.
+_SKIPPED = _STOP | {"how", "many", "much", "large", "big", "high", "low", "hoeveel", "hoe", "groot", "hoog", "laag"}
 
 _DIGIT = re.compile(r"\d")
+_WORD = re.compile(r"[^\W\d_][\w-]*")
+# The nouns that name a value (beside the unit families of ``quantities.families_of_noun``): a
+# question that opens on one asks for a value even without a number (`final RMSE of the tuned
+# forest`, `survival rate of women`, `speedup of the Cython product`).
+VALUE_NOUNS = frozenset(
+    "accuracy rmse mse mae error score rate ratio speedup coefficient factor deviation average mean median "
+    "fraction efficiency loss losses drop bandwidth number count energy consumption probability share cost "
+    "price yield value values tension weight total sum size "
+    "nauwkeurigheid fout kans factor coëfficiënt afwijking gemiddelde fractie rendement verlies verliezen "
+    "aantal energie kosten prijs opbrengst waarde waarden totaal som grootte".split()
+)
+# The nouns that name something to be found, not a value (`T-xy diagram at 1 bar`, `pump affinity laws
+# applied when the speed drops from 3500 to 1700 rpm`): such a question locates, whatever numbers it names.
+LOCATE_NOUNS = frozenset(
+    "diagram diagrams plot plots chart charts graph figure curve curves histogram map fitting fit fits "
+    "laws law rating calculation example model function class method code implementation derivation "
+    "diagrammen grafiek figuur kromme krommen curves wetten berekening voorbeeld functie".split()
+)
 # Words that ask for an explanation, English and Dutch (a question that also names a number asks
 # for a value, whatever its first words).
 _EXPLAIN = re.compile(
-    r"\b(?:why|waarom|define|defined|definition|definitie|meaning|means|betekent|betekenis|difference|"
+    r"(?<![\w-])(?:why|waarom|define|defined|definition|definitie|meaning|means|betekent|betekenis|difference|"
     r"verschil|explain|uitleg|what\s+(?:is|are)|wat\s+(?:is|zijn)|how\s+(?:do|does|can|is|are)|hoe)\b"
 )
+_WHERE = re.compile(r"\b(?:where|waar)\b")
 _VALUE = re.compile(
     r"\b(?:how\s+(?:much|many|large|big|high|long)|hoeveel|hoe\s+(?:groot|hoog|lang|zwaar)|"
     r"what\s+(?:value|volume|number|amount)|welke\s+(?:waarde|inhoud|volume)|value\s+of|waarde\s+van)\b"
@@ -50,13 +76,37 @@ _VALUE = re.compile(
 
 
 def intent(query: str) -> str:
-    """What the question asks for: ``value``, ``locate`` or ``explain`` (see the module docstring)."""
+    """What the question asks for: ``value``, ``locate`` or ``explain`` (see the module docstring).
+    A question that opens on a diagram, a law or a fit (``head_words``) locates it whatever
+    numbers follow (`T-xy diagram for water and ethanol at 1 bar`); one without a number that
+    opens on a value's noun asks for that value (`final RMSE of the tuned forest`)."""
     text = query.casefold()
+    head = [part for word in head_words(text) for part in (word, *word.split("-"))]
+    place = _WHERE.search(text) or any(_names_a_place(word) for word in head)
     if _DIGIT.search(text) or _VALUE.search(text):
-        return "value"
-    if _EXPLAIN.search(text):
+        return "locate" if place else "value"
+    if _EXPLAIN.search(text) and not _WHERE.search(text):
         return "explain"
-    return "locate"
+    return "value" if not place and any(_names_a_value(word) for word in head) else "locate"
+
+
+def head_words(text: str) -> list[str]:
+    """The words a question opens on, after its asking words: its first run of words that are no
+    stop word of either language (`final RMSE` of `final RMSE of the tuned forest`, `drukverlies` of
+    `Wat is het drukverlies over de klep`)."""
+    words = _WORD.findall(text)
+    start = next((i for i, word in enumerate(words) if word not in _SKIPPED), len(words))
+    end = next((i for i in range(start, len(words)) if words[i] in _STOP), len(words))
+    return words[start:end]
+
+
+def _names_a_value(word: str) -> bool:
+    return word in VALUE_NOUNS or bool(families_of_noun(word))
+
+
+def _names_a_place(word: str) -> bool:
+    """A locate noun, or a Dutch compound ending in one (affiniteitswetten, vermogenscurves)."""
+    return word in LOCATE_NOUNS or any(word.endswith(noun) for noun in LOCATE_NOUNS if len(noun) >= 5)
 
 
 def order_hits(
