@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cellar.records import KINDS
-from cellar.retrieval.answer_cell import diverse, intent, order_hits
+from cellar.retrieval.answer_cell import diverse, intent, naming_shares, order_hits
 
 
 @pytest.mark.parametrize(
@@ -73,3 +73,18 @@ def test_a_value_question_passes_over_code_without_an_output():
     chunks = [(1, 0.95), (2, 0.40), (3, 0.30)]
     assert order_hits(chunks, example, 0, kinds, "value")[0] == (4, 0.0)
     assert order_hits(chunks, example, 0, kinds, "locate")[0] == (2, 0.40)
+
+
+def test_a_value_question_opens_on_the_cell_that_names_what_it_asks():
+    """Two computing cells: the first matches the question's data file (`!head heights.csv` and
+    the file's first lines), the second prints the quantities the question opens on (`Mean height`,
+    `Standard deviation`). The words the question opens on name the second."""
+    example = records((0, "markdown", None), (1, "code", None), (1, "stream", 0), (2, "code", None), (2, "stream", 0))
+    kinds = [KINDS.index(r["kind"]) for r in example]
+    chunks = [(2, 0.9), (1, 0.6), (4, 0.5)]
+    # `average height and standard deviation of the presidents in heights.csv`: the rows holding
+    # `height` (cells 1 and 2), `standard` and `deviation` (cell 2)
+    shares = naming_shares([[1, 2, 4], [4], [4]], example, 0)
+    assert shares == {1: 1 / 3, 2: 1.0}
+    assert order_hits(chunks, example, 0, kinds, "value")[0] == (2, 0.9)
+    assert order_hits(chunks, example, 0, kinds, "value", naming=shares)[0] == (4, 0.5)

@@ -61,7 +61,7 @@ import numpy as np
 
 from cellar.records import KINDS, Answer, Hit, NeighbourhoodEntry, NotebookResult
 from cellar.retrieval.analysis import Analyzer
-from cellar.retrieval.answer_cell import intent, order_hits
+from cellar.retrieval.answer_cell import head_words, intent, naming_shares, order_hits
 from cellar.retrieval.bilingual import Reading, Translator, question_translator, read_in_english
 from cellar.retrieval.blocks import Asked, asked, block_terms, known_share, order_blocks, quantity_share, quantity_terms
 from cellar.retrieval.bm25 import summed_scores
@@ -295,8 +295,11 @@ class Searcher:
         question = asked(ranking.query)
         reading = self._read_in_english(ranking.query)
         document = (question, block_terms(ranking.terms, reading.held_by, question, self.analyzer.terms))
+        # a value question's opening words, each with its English reading: the answer cell holds them
+        head = {t for word in head_words(ranking.query.casefold()) for t in self.analyzer.terms(word)}
+        named = [(t, *(reading.held_by or {}).get(t, ())) for t in ranking.terms if t in head and asks == "value"]
         shown = [
-            self._notebook(n, score, chunks, asks, ranking.kinds, document)
+            self._notebook(n, score, chunks, asks, ranking.kinds, document, named)
             for n, score, chunks in ranking.notebooks
             if n in ranking.needs
         ]
@@ -528,10 +531,12 @@ class Searcher:
         asks: str = "locate",
         kinds: Sequence[str] = (),
         document: tuple[Asked, Sequence[str]] | None = None,
+        named: Sequence[Sequence[str]] = (),
     ) -> NotebookResult:
         """Notebook ``n``'s entry of the answer; its hits in ``answer_cell.order_hits``'s order for
         a question that ``asks`` for a value, a place or an explanation, of the ``kinds`` a filter
-        lets through (all when empty)."""
+        lets through (all when empty); ``named``: a value question's opening words' terms, each
+        with its translations (the answer cell holds them)."""
         entry = self.notebooks[n]
         records = self.fragment(n)
         start = entry["start"]
@@ -542,7 +547,11 @@ class Searcher:
             )
         kind_of = {row: KINDS.index(records[row - start]["kind"]) for row, _ in rows}
         hits: list[Hit] = []
-        for row, chunk_score in order_hits(rows, records, start, kind_of, asks, kinds)[:HITS_PER_NOTEBOOK]:
+        holding = [
+            np.concatenate([rows_within(self.source.postings(t), start, entry["end"]) for t in ts]) for ts in named
+        ]
+        shares = naming_shares(holding, records, start) if named else None
+        for row, chunk_score in order_hits(rows, records, start, kind_of, asks, kinds, shares)[:HITS_PER_NOTEBOOK]:
             record = records[row - start]
             hit: Hit = {
                 "chunk_id": record["id"], "kind": record["kind"], "cell": record["cell"],
