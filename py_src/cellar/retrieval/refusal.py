@@ -1,12 +1,18 @@
 """Refusal: whether the evidence that the best notebook answers a question (``Searcher._evidence``)
-clears the calibrated thresholds (``evaluation.calibrate``). The rule alone, pure, shared by the
-search and by the calibration that fits its thresholds; why it is this rule is in
-``cellar.retrieval.search``'s docstring (step 4)."""
+clears the calibrated thresholds (``evaluation.calibrate``), and the reason a refusal gives. The
+rule alone, pure, shared by the search and by the calibration that fits its thresholds; why it
+is this rule is in ``cellar.retrieval.search``'s docstring (step 4)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+
+REASON_QUERY = 200  # characters of the question a refusal's reason quotes
+NUMBER = re.compile(r"^\d+(?:[.,]\d+)?$")
+VALUE_WORDS = {"value", "how", "much", "many", "result", "get", "got", "hoeveel", "hoe", "groot", "welke", "number"}
+MEANING_WORDS = {"mean", "means", "meaning", "define", "definition", "betekent", "betekenis", "what's"}
 
 
 def refuses(evidence: Mapping[str, Any], thresholds: Mapping[str, float]) -> bool:
@@ -27,3 +33,58 @@ def unknown_words_left_to_meaning(evidence: Mapping[str, Any]) -> bool:
     """Whether the coverage test is waived: the dense ranker ran and the best notebook holds
     every query term the archive knows (and it knows at least one)."""
     return evidence.get("similarity") is not None and evidence.get("known_coverage", 0.0) >= 1.0
+
+
+def refusal_reason(
+    query: str,
+    evidence: Mapping[str, Any],
+    shown: Sequence[Mapping[str, Any]],
+    min_similarity: float,
+    analyse: Callable[[str], list[str]],
+) -> str:
+    """What a refusal says: what was looked for, what kind of source is missing (prose for a
+    meaning, an output for a value), the question's words the best entry lacks, and the closest
+    of the entries ``shown`` (its coverage, and its similarity when below ``min_similarity``)."""
+    words = set(re.findall(r"[\w']+", query.lower()))
+    source = (
+        "no markdown text explains"
+        if words & MEANING_WORDS
+        else "no table or output mentions"
+        if words & VALUE_WORDS or any(NUMBER.match(w) for w in words)
+        else "no cell or output mentions"
+    )
+    # a pasted page of a question is named by its start, and so is a word of a pasted megabyte
+    asked, said = _clipped(query, REASON_QUERY), said_words(query, evidence["missing"], analyse)[:6]
+    missing = ", ".join(_clipped(word, REASON_QUERY // 4) for word in said) or asked
+    if evidence.get("filtered_out"):
+        return f"looked for {asked!r}: no notebook or document passes the filters"
+    reason = f"looked for {asked!r}: {source} {missing}"
+    if shown:
+        best = shown[0]
+        hit = best["hits"][0] if best["hits"] else None
+        place = f", cell {hit['cell']} ({hit['kind']})" if hit and hit["cell"] is not None else ""
+        reason += (
+            f"; the closest is {best['path']}{place}, which covers {evidence['coverage']:.0%} of the query's weight"
+        )
+        similarity = evidence["similarity"]
+        if similarity is not None and similarity < min_similarity:
+            reason += f" but is not close in meaning (similarity {similarity:.2f})"
+    return reason
+
+
+def said_words(query: str, terms: Sequence[str], analyse: Callable[[str], list[str]]) -> list[str]:
+    """The question's own words behind the analysed ``terms`` (`salary`, `CEO`; not the stems
+    `salari`, `ceo`), in the question's order; a term no single word gives (a translation's)
+    is named as it is."""
+    wanted = set(terms)
+    said: dict[str, None] = {}  # the words, in order, each once
+    for word in re.findall(r"[\w'-]+", query):
+        found = wanted.intersection(analyse(word))
+        if found:
+            said[word] = None
+            wanted -= found
+    return [*said, *(term for term in terms if term in wanted)]
+
+
+def _clipped(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"

@@ -69,7 +69,7 @@ from cellar.retrieval.context import TEXT_LIMIT, section_context
 from cellar.retrieval.embedding import StaticModel
 from cellar.retrieval.filters import Filters
 from cellar.retrieval.index import Index
-from cellar.retrieval.refusal import refuses
+from cellar.retrieval.refusal import refusal_reason, refuses
 from cellar.retrieval.sources import MemorySource, ShardSource, cosines, rows_within
 
 DEPTH = 50  # chunks taken from each ranker
@@ -78,17 +78,13 @@ CORROBORATION = 0.1  # bonus per notebook: this share of the mean best score of 
 CORROBORATING_KINDS = 3  # other kinds that may add to the bonus
 STALE_FACTOR = 0.5
 HITS_PER_NOTEBOOK = 5
-REASON_QUERY = 200  # characters of the question a refusal's reason quotes
 NEIGHBOUR_CELLS = 2  # cells after the best hit's cell
 MODES = ("bm25", "dense", "hybrid")
 TRANSLATION_WEIGHT = 0.5  # BM25 weight of a Dutch word's English translations (bilingual.Reading)
 # The values calibrated on ../shared/gold/dev.jsonl (52 answerable, 8 out-of-scope questions over
 # 221 public notebooks), used until `cellar index --calibrate GOLD` fits them to an archive.
 DEFAULT_CALIBRATION = {"min_coverage": 0.4305, "min_numbers": 0.75, "min_similarity": 0.5036}
-NUMBER = re.compile(r"^\d+(?:[.,]\d+)?$")
 NUMBER_IN_TEXT = re.compile(r"\d+(?:[.,]\d+)*")
-VALUE_WORDS = {"value", "how", "much", "many", "result", "get", "got", "hoeveel", "hoe", "groot", "welke", "number"}
-MEANING_WORDS = {"mean", "means", "meaning", "define", "definition", "betekent", "betekenis", "what's"}
 # The notebook metadata that holds query terms as its text does, in the refusal test: the facts a
 # filter selects on (see Searcher._evidence).
 CATALOGUE_FIELDS = ("year", "project")
@@ -307,7 +303,11 @@ class Searcher:
         answer: Answer = {
             "query": ranking.query,
             "refused": refused,
-            "refusal_reason": self._reason(ranking.query, evidence, shown) if refused else None,
+            "refusal_reason": refusal_reason(
+                ranking.query, evidence, shown, self.thresholds_for(evidence)["min_similarity"], self.analyzer.terms
+            )
+            if refused
+            else None,
             "notebooks": [] if refused else shown,
             "timings_ms": {**timings, "total": round(sum(timings.values()), 3)},
             "mode": ranking.mode,
@@ -483,46 +483,6 @@ class Searcher:
         a notebook): its own when the calibration fitted some, else the archive's."""
         return self.by_source.get(evidence.get("source", "notebook"), self.calibration)
 
-    def _reason(self, query: str, evidence: Mapping[str, Any], shown: Sequence[Mapping[str, Any]]) -> str:
-        words = set(re.findall(r"[\w']+", query.lower()))
-        source = (
-            "no markdown text explains"
-            if words & MEANING_WORDS
-            else "no table or output mentions"
-            if words & VALUE_WORDS or any(NUMBER.match(w) for w in words)
-            else "no cell or output mentions"
-        )
-        # a pasted page of a question is named by its start, and so is a word of a pasted megabyte
-        asked, said = _clipped(query, REASON_QUERY), self._said(query, evidence["missing"])[:6]
-        missing = ", ".join(_clipped(word, REASON_QUERY // 4) for word in said) or asked
-        if evidence.get("filtered_out"):
-            return f"looked for {asked!r}: no notebook or document passes the filters"
-        reason = f"looked for {asked!r}: {source} {missing}"
-        if shown:
-            best = shown[0]
-            hit = best["hits"][0] if best["hits"] else None
-            place = f", cell {hit['cell']} ({hit['kind']})" if hit and hit["cell"] is not None else ""
-            reason += (
-                f"; the closest is {best['path']}{place}, which covers {evidence['coverage']:.0%} of the query's weight"
-            )
-            similarity = evidence["similarity"]
-            if similarity is not None and similarity < self.thresholds_for(evidence)["min_similarity"]:
-                reason += f" but is not close in meaning (similarity {similarity:.2f})"
-        return reason
-
-    def _said(self, query: str, terms: Sequence[str]) -> list[str]:
-        """The question's own words behind the analysed ``terms`` (`salary`, `CEO`; not the stems
-        `salari`, `ceo`), in the question's order; a term no single word gives (a translation's)
-        is named as it is."""
-        wanted = set(terms)
-        said: dict[str, None] = {}  # the words, in order, each once
-        for word in re.findall(r"[\w'-]+", query):
-            found = wanted.intersection(self.analyzer.terms(word))
-            if found:
-                said[word] = None
-                wanted -= found
-        return [*said, *(term for term in terms if term in wanted)]
-
     def _notebook(
         self,
         n: int,
@@ -674,10 +634,6 @@ def _notebook_scores(owners: Sequence[int], kinds: Sequence[int], scores: Sequen
         others = [max(score, 0.0) for score in others[:CORROBORATING_KINDS]]
         result[n] = top + (CORROBORATION * sum(others) / len(others) if others else 0.0)
     return result
-
-
-def _clipped(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def _share(weighted_terms: Iterable[tuple[float, str]], present: Mapping[str, bool]) -> float:
