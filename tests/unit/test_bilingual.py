@@ -17,6 +17,7 @@ from cellar.retrieval.bilingual import (
     read_dictd,
     read_in_english,
     reading_table,
+    technical_table,
     write_table,
 )
 from cellar.retrieval.bm25 import reading
@@ -171,6 +172,16 @@ def test_a_plural_that_is_also_a_verb_reads_as_the_noun_first():
     }  # fmt: skip
     read = Translator(table, (), ENGLISH).translate(["verliezen", "waarden", "platen"])
     assert [t.parts for t in read] == [(("loss", "lose"),), (("value", "values"),), (("plate",),)]
+
+
+def test_a_technical_headword_keeps_its_senses():
+    """The technical table's senses are final: `schepen` is ships there, and no singular (`schep`,
+    shovel) goes before them; a question's `Reynolds-getal` is a number, not an amount."""
+    translator = Translator(reading_table(), (), ("reynolds",), technical_table())
+    assert [t.parts for t in translator.translate(["vrachtschepen", "getal"])] == [
+        (("ships", "ship", "vessels"), ("cargo", "burden", "charge", "load")),
+        (("number",),),
+    ]
 
 
 def test_english_words_and_stop_words_are_not_translated():

@@ -215,8 +215,13 @@ def reading_table(directory: str | None = None) -> dict[str, tuple[str, ...]]:
     replaces FreeDict's translations: those give a word's everyday senses (`druk`: edition, busy,
     pressure, print) where an engineering archive means one, and each wrong sense is a BM25 term
     that finds the wrong block."""
-    technical = load_table(str(default_table_dir().parent / TECHNICAL_ID))
-    return {**load_table(directory), **technical}
+    return {**load_table(directory), **technical_table()}
+
+
+def technical_table() -> dict[str, tuple[str, ...]]:
+    """The packaged technical table (``models/nld-eng-technical/``): the engineering senses,
+    final (``Translator.fixed``)."""
+    return load_table(str(default_table_dir().parent / TECHNICAL_ID))
 
 
 @dataclass(frozen=True)
@@ -237,9 +242,14 @@ class Translator:
     """Dutch words -> English words with the table (see the module docstring)."""
 
     def __init__(
-        self, table: Mapping[str, Sequence[str]], stop_words: Iterable[str] = (), english: Iterable[str] = ()
+        self,
+        table: Mapping[str, Sequence[str]],
+        stop_words: Iterable[str] = (),
+        english: Iterable[str] = (),
+        fixed: Iterable[str] = (),
     ) -> None:
         self.table = table
+        self.fixed = frozenset(fixed)  # headwords whose senses are final: no noun is put before them
         self.stop = frozenset(stop_words)
         self.english = frozenset(w for w in english if _WORD.fullmatch(w))
         self._memo: dict[str, tuple[tuple[str, ...], ...]] = {}
@@ -281,7 +291,8 @@ class Translator:
         for form in forms:
             if form in self.table:
                 senses = _cognate_first(form, self.table[form])
-                return self._noun_first(word, forms, senses) if form == word and word.endswith("en") else senses
+                plural = form == word and word.endswith("en") and word not in self.fixed
+                return self._noun_first(word, forms, senses) if plural else senses
         if part and len(word) >= MIN_ENGLISH_PART and word in self.english:
             return (word,)
         for form in forms[1:]:  # an inflected English word: mediane -> median
@@ -369,7 +380,7 @@ def question_translator(analyzer: Analyzer, vocabulary: Iterable[str]) -> Transl
     """The translator a search and an index read Dutch with: the reading table, neither
     language's stop words nor a question word translated, the model's ``vocabulary`` as English."""
     stop = QUESTION_WORDS.union(*(analyzer.stop_words(lang) for lang in ("dutch", "english")))
-    return Translator(reading_table(), stop, vocabulary)
+    return Translator(reading_table(), stop, vocabulary, technical_table())
 
 
 def read_in_english(query: str, analyzer: Analyzer, translator: Translator) -> Reading:
