@@ -315,10 +315,11 @@ def analysed_part(
     scales = np.zeros(len(records), dtype=np.float32)
     terms, fresh = [], 0
     for row, record in enumerate(records):
-        if record["text"] in known:
+        earlier = known.get(record["text"])
+        if earlier is not None:
             assert reuse is not None
-            vectors[row], scales[row] = reuse.vectors[known[record["text"]]], reuse.scales[known[record["text"]]]
-            terms.append(reuse.terms[known[record["text"]]])
+            vectors[row], scales[row] = reuse.vectors[earlier], reuse.scales[earlier]
+            terms.append(reuse.terms[earlier])
         else:
             vectors[row], scales[row] = fresh_vectors[fresh], fresh_scales[fresh]
             terms.append(chunk_terms(record["text"], analyzer, readings[row]))
