@@ -58,10 +58,13 @@ def test_numbers_and_codes_stay_whole(text, terms):
         ("Bernoulli-effect", ["bernoulli", "effect"]),
         ("DataFrame-object", ["dataframe", "data", "frame", "object"]),
         ("E-407 17-042 R-22", ["e-407", "e", "407", "17-042", "17", "042", "r-22", "r", "22"]),
+        ("12-inch 30-olie 3.5-inch", ["12", "inch", "30", "olie", "3.5", "inch"]),  # a number and words
+        ("x-axis 2-3", ["x-axis", "x", "axis", "2-3", "2", "3"]),  # a one-letter part, digits alone: codes
     ],
 )
 def test_hyphenated_compounds_of_words_are_their_words(text, terms):
-    """A compound is its words alone (no whole to go missing); codes keep the whole as before."""
+    """A compound is its words alone (no whole to go missing), and so is a number joined to words
+    (a cell writes `12 inch` as often as `12-inch`); codes keep the whole as before."""
     assert UNSTEMMED.terms(text) == terms
 
 

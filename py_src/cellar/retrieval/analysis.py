@@ -21,8 +21,9 @@ once (memoised) into its terms:
 - a hyphenated compound of words (every part letters only, at least two of them) is its words
   alone: ``Froude-getal`` -> ``froude``, ``getal`` and ``Bernoulli-effect`` -> ``bernoulli``,
   ``effect``, on chunks and queries alike, so that a question's compound meets a cell's
-  "Froude number" and is not counted as a word the archive lacks (a code with a digit or a
-  one-letter part, ``E-407``, ``x-axis``, stays whole as above);
+  "Froude number" and is not counted as a word the archive lacks; so is a number joined to words
+  (``12-inch`` -> ``12``, ``inch``; ``30-olie``), which a cell writes apart as often (a code of
+  digits or with a one-letter part, ``17-042``, ``E-407``, ``x-axis``, stays whole as above);
 - a glossary (``kk vk`` -> ``kortsluiting vermogensschakelaar``) adds the analysed expansion for
   every occurrence of a key, on chunks and queries alike, so that either spelling finds the other.
 
@@ -219,9 +220,11 @@ class _Expansion:
         if _NUMBER.fullmatch(lower):
             return (lower,)
         pieces = folded.split("-")
-        if len(pieces) > 1 and all(len(piece) > 1 and piece.isalpha() for piece in pieces):
-            # A compound of words (``Froude-getal``, ``Bernoulli-effect``): its words alone, so that
-            # a query's compound is no missing word when the archive holds its parts apart.
+        words = pieces[1:] if len(pieces) > 1 and _NUMBER.fullmatch(pieces[0]) else pieces
+        if len(pieces) > 1 and all(len(piece) > 1 and piece.isalpha() for piece in words):
+            # A compound of words (``Froude-getal``, ``Bernoulli-effect``), or of a number and
+            # words (``12-inch``, ``30-olie``): its parts alone, so that a query's compound is no
+            # missing word when the archive holds its parts apart.
             return _unique(chain.from_iterable(self.tokens[piece] for piece in pieces))
         parts = [p.casefold() for piece in _SEPARATORS.split(folded) for p in _CAMEL.findall(piece)]
         if not parts:
