@@ -89,10 +89,11 @@ def intent(query: str) -> str:
     opens on a value's noun asks for that value (`final RMSE of the tuned forest`)."""
     text = query.casefold()
     head = [part for word in head_words(text) for part in (word, *word.split("-"))]
-    place = _WHERE.search(text) or any(_names_a_place(word) for word in head)
+    where = _WHERE.search(text) is not None
+    place = where or any(_names_a_place(word) for word in head)
     if _DIGIT.search(text) or _VALUE.search(text):
         return "locate" if place else "value"
-    if _EXPLAIN.search(text) and not _WHERE.search(text):
+    if _EXPLAIN.search(text) and not where:
         return "explain"
     return "value" if not place and any(_names_a_value(word) for word in head) else "locate"
 

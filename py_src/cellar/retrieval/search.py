@@ -292,8 +292,7 @@ class Searcher:
         reading = self._read_in_english(ranking.query)
         document = (question, block_terms(ranking.terms, reading.held_by, question, self.analyzer.terms))
         # a value question's opening words, each with its English reading: the answer cell holds them
-        head = {t for word in head_words(ranking.query.casefold()) for t in self.analyzer.terms(word)}
-        named = [(t, *(reading.held_by or {}).get(t, ())) for t in ranking.terms if t in head and asks == "value"]
+        named = self._opening_terms(ranking, reading) if asks == "value" else []
         shown = [
             self._notebook(n, score, chunks, asks, ranking.kinds, document, named)
             for n, score, chunks in ranking.notebooks
@@ -318,6 +317,12 @@ class Searcher:
         if refused:
             answer["closest"] = shown
         return answer
+
+    def _opening_terms(self, ranking: Ranking, reading: Reading) -> list[tuple[str, ...]]:
+        """The query's terms among the words it opens on (``answer_cell.head_words``), each with
+        the English terms that hold it when the question is Dutch."""
+        head = {t for word in head_words(ranking.query.casefold()) for t in self.analyzer.terms(word)}
+        return [(t, *(reading.held_by or {}).get(t, ())) for t in ranking.terms if t in head]
 
     def _read_in_english(self, query: str) -> Reading:
         """A Dutch question's English reading (``bilingual.read_in_english``: by its stop words, or
