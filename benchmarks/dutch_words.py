@@ -34,10 +34,10 @@ def main() -> None:
     right, by_table, wrong = 0, 0, []
     for dutch, expected in words:
         found = translator.translate([dutch])
-        english = found[0].english if found else ()
+        english = [word for sense in found[0].english for word in sense.split()] if found else []
         read_right = bool(expected & set(english))
         right += read_right
-        by_table += bool(expected & set(table.get(_fold(dutch), ())))  # folded as the translator does
+        by_table += bool(expected & {w for sense in table.get(_fold(dutch), ()) for w in sense.split()})  # folded
         if not read_right:
             wrong.append(f"{dutch} -> {' '.join(english) or '(nothing)'}")
     print(f"{len(words)} words: read right {right} ({right / len(words):.3f}); the table alone {by_table}")

@@ -184,6 +184,30 @@ def test_a_technical_headword_keeps_its_senses():
     ]
 
 
+def test_a_technical_sense_of_several_words_is_read_whole_and_in_its_order(tmp_path):
+    """`buigmoment` is a bending moment: the table writes one sense of two words as
+    `bending_moment`, so that a question's reading, which takes each word's first sense, is not
+    "bending" alone; and a final headword's senses keep the table's order, where another's put the
+    one spelled like the Dutch word first (`sluis`: lock before sluice)."""
+    assert parse_table("buigmoment\tbending_moment\nsluis\tlock sluice\n") == {
+        "buigmoment": ("bending moment",),
+        "sluis": ("lock", "sluice"),
+    }
+    write_table({"kookpunt": ("boiling point",)}, tmp_path / "t.tsv")
+    assert (tmp_path / "t.tsv").read_text() == "kookpunt\tboiling_point\n"
+    table = {"buigmoment": ("bending moment",), "sluis": ("lock", "sluice"), "ligger": ("girder", "beam")}
+    final = Translator(table, (), ENGLISH, fixed=("buigmoment", "sluis"))
+    assert [t.parts for t in final.translate(["sluis"])] == [(("lock", "sluice"),)]
+    assert [t.parts for t in Translator(table, (), ENGLISH).translate(["sluis"])] == [(("sluice", "lock"),)]
+    analyzer = Analyzer()
+    stop = analyzer.stop_words("dutch") | analyzer.stop_words("english")
+    final = Translator(table, stop, ENGLISH, fixed=("buigmoment", "sluis"))
+    reading = read_in_english("Wat is het buigmoment in de ligger?", analyzer, final)
+    assert reading.text == "bending moment girder"
+    # the packaged table says so too
+    assert technical_table()["kooldioxide"] == ("carbon dioxide",)
+
+
 def test_english_words_and_stop_words_are_not_translated():
     translator = Translator(TABLE, ("de",), ENGLISH)
     assert translator.translate(["broadcasting", "bar", "de", "17-042", "onbekendwoord"]) == []
@@ -242,7 +266,7 @@ def test_the_technical_table_gives_a_words_engineering_sense_and_names_a_compoun
         ("load",),
         ("data",),
         ("maintenance",),
-        ("boiling", "point"),
+        ("boiling point",),
         ("sample",),
     ]
     # a damaged technical table is refused, naming its file

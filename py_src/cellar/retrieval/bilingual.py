@@ -175,17 +175,18 @@ def build_table(
 
 
 def write_table(table: Mapping[str, Sequence[str]], path: str | Path) -> None:
-    lines = [f"{word}\t{' '.join(english)}\n" for word, english in table.items()]
+    lines = [f"{word}\t{' '.join(sense.replace(' ', '_') for sense in english)}\n" for word, english in table.items()]
     Path(path).write_text("".join(lines), encoding="utf-8")
 
 
 def parse_table(text: str) -> dict[str, tuple[str, ...]]:
-    """The table from its TSV text."""
+    """The table from its TSV text: senses apart by spaces, the words of one sense joined by ``_``
+    (``buigmoment\tbending_moment``: one sense, not bending or moment)."""
     table = {}
     for line in text.splitlines():
         word, _, english = line.partition("\t")
         if word and english:
-            table[word] = tuple(english.split())
+            table[word] = tuple(sense.replace("_", " ") for sense in english.split())
     return table
 
 
@@ -227,7 +228,8 @@ def technical_table() -> dict[str, tuple[str, ...]]:
 @dataclass(frozen=True)
 class Translation:
     """One Dutch word of a question and its English words: ``parts``, one tuple of senses per
-    part of a compound (its head first), in the table's order but a cognate first (``_cognate_first``);
+    part of a compound (its head first), in the table's order but a cognate first (``_cognate_first``)
+    unless the headword's senses are final (``Translator.fixed``);
     ``english``, all of them."""
 
     word: str
@@ -249,7 +251,7 @@ class Translator:
         fixed: Iterable[str] = (),
     ) -> None:
         self.table = table
-        self.fixed = frozenset(fixed)  # headwords whose senses are final: no noun is put before them
+        self.fixed = frozenset(fixed)  # headwords whose senses are final, in their order
         self.stop = frozenset(stop_words)
         self.english = frozenset(w for w in english if _WORD.fullmatch(w))
         self._memo: dict[str, tuple[tuple[str, ...], ...]] = {}
@@ -290,7 +292,7 @@ class Translator:
         forms = self._forms(word)
         for form in forms:
             if form in self.table:
-                senses = _cognate_first(form, self.table[form])
+                senses = self._senses(form)
                 plural = form == word and word.endswith("en") and word not in self.fixed
                 return self._noun_first(word, forms, senses) if plural else senses
         if part and len(word) >= MIN_ENGLISH_PART and word in self.english:
@@ -312,7 +314,12 @@ class Translator:
         ``_forms`` (platen: plaat, its long vowel first)."""
         singulars = (word[:-1], *forms[1:])
         noun = next((f for f in singulars if f in self.table and not f.endswith("en")), None)
-        return tuple(dict.fromkeys((*_cognate_first(noun, self.table[noun]), *senses))) if noun else senses
+        return tuple(dict.fromkeys((*self._senses(noun), *senses))) if noun else senses
+
+    def _senses(self, headword: str) -> tuple[str, ...]:
+        """A headword's senses: a final one's as listed, any other's a cognate first."""
+        senses = self.table[headword]
+        return tuple(senses) if headword in self.fixed else _cognate_first(headword, senses)
 
     def _cognates(self, word: str) -> Iterable[tuple[str, tuple[str, ...], str]]:
         """(stem, English endings, the regular one or "") for each of ``word``'s forms and
