@@ -302,6 +302,9 @@ def test_a_dutch_files_chunks_carry_their_english_reading_and_an_english_files_d
     # a chunk is embedded from every sense of its words (a question ranks by the first ones)
     assert embedded_text(dutch[0], analyzer, prose) == prose.every_sense and "pressure" in prose.every_sense
     assert "pressure" not in prose.text
+    # the chunks a cached part lacks are read alone, the language judged on the whole file
+    (only_code,) = english_readings(dutch, analyzer, translator, rows=[1])
+    assert only_code == code
     english = [chunk("markdown", "The pressure loss in the pipe is calculated here for the pump.")]
     short = [chunk("markdown", "Het drukverlies.")]
     for file in (english, short):

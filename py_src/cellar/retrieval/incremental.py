@@ -307,8 +307,9 @@ def analysed_part(
     known: dict[str, int] = {}
     if reuse is not None:
         known = {record["text"]: number for number, record in enumerate(part_records(reuse))}
-    readings = english_readings(records, analyzer, translator_for(analyzer, model))
-    missing = [embedded_text(r, analyzer, reading) for r, reading in zip(records, readings) if r["text"] not in known]
+    fresh_rows = [row for row, record in enumerate(records) if record["text"] not in known]
+    readings = dict(zip(fresh_rows, english_readings(records, analyzer, translator_for(analyzer, model), fresh_rows)))
+    missing = [embedded_text(records[row], analyzer, readings[row]) for row in fresh_rows]
     # Quantisation is per row, so rows quantised apart equal rows quantised together.
     fresh_vectors, fresh_scales = quantise_rows(model.encode(missing) if missing else np.zeros((0, model.dims)))
     vectors = np.zeros((len(records), model.dims), dtype=np.int8)
@@ -346,18 +347,22 @@ def chunk_terms(text: str, analyzer: Analyzer, reading: Reading = NO_READING) ->
     return [*analyzer.terms(text), *map(bm25_reading, reading.terms)]
 
 
-def english_readings(records: Sequence[ChunkRecord], analyzer: Analyzer, translator: Translator) -> list[Reading]:
-    """Each chunk's English reading (``bilingual.english_reading``) when its file's prose is
-    Dutch (``Analyzer.prose_language`` over its markdown and text chunks), else none: so that an
+def english_readings(
+    records: Sequence[ChunkRecord], analyzer: Analyzer, translator: Translator, rows: Sequence[int] | None = None
+) -> list[Reading]:
+    """The English reading (``bilingual.english_reading``) of each chunk, or of those at ``rows``
+    (the file's language is judged on all of them), when its file's prose is Dutch
+    (``Analyzer.prose_language`` over its markdown and text chunks), else none: so that an
     English question meets a Dutch notebook's cells (``short-circuit current`` its
     ``kortsluitstroom``), as a Dutch question meets English cells through its own reading. The
     model is distilled from an English encoder and BM25 matches words, so without it an English
     question over a Dutch notebook found nothing and was refused. The translator leaves a word
     the English vocabulary holds whole as it is, so code and English words add nothing."""
+    rows = range(len(records)) if rows is None else rows
     prose = (record["text"] for record in records if record["kind"] in PROSE_KINDS)
     if analyzer.prose_language(prose) != "dutch":
-        return [NO_READING] * len(records)
-    return [english_reading(record["text"], analyzer, translator) for record in records]
+        return [NO_READING] * len(rows)
+    return [english_reading(records[row]["text"], analyzer, translator) for row in rows]
 
 
 _TRANSLATORS: dict[tuple[str, bool], Translator] = {}
