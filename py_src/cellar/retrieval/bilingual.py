@@ -181,7 +181,7 @@ def write_table(table: Mapping[str, Sequence[str]], path: str | Path) -> None:
 
 def parse_table(text: str) -> dict[str, tuple[str, ...]]:
     """The table from its TSV text: senses apart by spaces, the words of one sense joined by ``_``
-    (``buigmoment\tbending_moment``: one sense, not bending or moment)."""
+    (``buigmoment<TAB>bending_moment``: one sense, not bending or moment)."""
     table = {}
     for line in text.splitlines():
         word, _, english = line.partition("\t")
