@@ -310,21 +310,21 @@ def analysed_part(
     fresh_rows = [row for row, record in enumerate(records) if record["text"] not in known]
     readings = dict(zip(fresh_rows, english_readings(records, analyzer, translator_for(analyzer, model), fresh_rows)))
     missing = [embedded_text(records[row], analyzer, readings[row]) for row in fresh_rows]
-    # Quantisation is per row, so rows quantised apart equal rows quantised together.
-    fresh_vectors, fresh_scales = quantise_rows(model.encode(missing) if missing else np.zeros((0, model.dims)))
     vectors = np.zeros((len(records), model.dims), dtype=np.int8)
     scales = np.zeros(len(records), dtype=np.float32)
-    terms, fresh = [], 0
+    # Quantisation is per row, so rows quantised apart equal rows quantised together.
+    vectors[fresh_rows], scales[fresh_rows] = quantise_rows(
+        model.encode(missing) if missing else np.zeros((0, model.dims))
+    )
+    terms = []
     for row, record in enumerate(records):
-        earlier = known.get(record["text"])
-        if earlier is not None:
+        if row in readings:
+            terms.append(chunk_terms(record["text"], analyzer, readings[row]))
+        else:  # a chunk of the reused part's
             assert reuse is not None
+            earlier = known[record["text"]]
             vectors[row], scales[row] = reuse.vectors[earlier], reuse.scales[earlier]
             terms.append(reuse.terms[earlier])
-        else:
-            vectors[row], scales[row] = fresh_vectors[fresh], fresh_scales[fresh]
-            terms.append(chunk_terms(record["text"], analyzer, readings[row]))
-            fresh += 1
     return make_part(path, key, records, terms, vectors, scales, cell_count, title)
 
 
