@@ -47,8 +47,9 @@ NAMING_WEIGHT = 1.0
 SECOND_OF_A_KIND = 0.9  # a second chunk of a kind leads too when it scores this share of the kind's best
 SECOND_KINDS = ("code", "table", "scalar", "stream", "plot")  # not markdown: its windows share a heading
 _STOP = STOP_WORDS["english"] | STOP_WORDS["dutch"]
-# What a question opens with before the words it asks about: asking words and stop words.
-_SKIPPED = _STOP | {"how", "many", "much", "large", "big", "high", "low", "hoeveel", "hoe", "groot", "hoog", "laag"}
+# What a question opens with before the words it asks about: stop words (`how many`, `hoeveel`
+# among them) and the adjectives of `how large`, `hoe groot`.
+_SKIPPED = _STOP | {"large", "big", "high", "low", "groot", "hoog", "laag"}
 
 _DIGIT = re.compile(r"\d")
 _WORD = re.compile(r"[^\W\d_][\w-]*")
