@@ -219,9 +219,11 @@ def reading_table(directory: str | None = None) -> dict[str, tuple[str, ...]]:
     return {**load_table(directory), **technical_table()}
 
 
+@lru_cache(maxsize=1)
 def technical_table() -> dict[str, tuple[str, ...]]:
     """The packaged technical table (``models/nld-eng-technical/``): the engineering senses,
-    final (``Translator.fixed``)."""
+    final (``Translator.fixed``). Read and checked once: the reading table and a translator's
+    final headwords both ask for it."""
     return load_table(str(default_table_dir().parent / TECHNICAL_ID))
 
 
