@@ -147,6 +147,25 @@ def test_irregular_endings_and_short_stems_are_not_guessed():
     assert Translator(TABLE, (), ENGLISH).translate(["energie", "gesimuleerd", "portie"]) == []
 
 
+def test_a_compound_whose_head_is_unknown_is_read_by_its_tail():
+    """The tail of a Dutch compound names what the whole is: zogverlies (wake loss) is a loss and
+    kwelleidingen (seepage pipes) are pipes though the table knows neither zog nor kwel."""
+    translator = Translator(TABLE, (), ENGLISH)
+    assert [t.english for t in translator.translate(["zogverlies", "kwelleidingen"])] == [("loss",), ("pipe",)]
+
+
+def test_a_verbs_form_is_no_compounds_tail():
+    """Cut from a verb, a word's end is no tail: beoordeelt (judges) holds eelt (callus) and
+    gemeerd (moored) ends in eer + d (honour), toegepast (applied) is toe + gepast (fitting)."""
+    table = {**TABLE, "eelt": ("callus",), "eer": ("honour",), "gepast": ("fitting",)}
+    assert Translator(table, (), ENGLISH).translate(["beoordeelt", "gemeerd", "toegepast"]) == []
+
+
+def test_the_end_of_a_name_is_no_english_tail():
+    """``Kelmarsh`` (a wind farm) is no marsh: an English tail needs four letters before it."""
+    assert Translator(TABLE, (), {*ENGLISH, "marsh"}).translate(["kelmarsh"]) == []
+
+
 def test_a_stop_word_is_no_compounds_head():
     """``een`` (one) ends benzeen, as ``aan`` (on) ends propaan, without being its head word."""
     translator = Translator({**TABLE, "een": ("one",), "benz": ("petrol",)}, ("een",), ENGLISH)

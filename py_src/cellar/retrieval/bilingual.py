@@ -91,6 +91,11 @@ MIN_COGNATE_STEM = 4  # letters before a regular ending read without the vocabul
 COGNATE_RATIO = 0.6  # how alike a sense must be spelled to come first (_cognate_first)
 MIN_ENGLISH_PART = 4  # letters of a compound's part read as an English word (wind + park)
 _LINKS = ("", "s", "e", "en")  # linking letters between the parts of a compound
+# A verb's separable particles and inseparable prefixes: the start of a verb, not a compound's head.
+_PARTICLES = frozenset(
+    "aan af bij door in mee na om onder op over toe uit voor weg terug samen be ge her ont ver er".split()
+)
+_VERB_ENDINGS = ("d", "t", "de", "te", "ing")  # a tail that ends so may be a verb's form
 # Question words, beside the analyser's Dutch stop words: never translated (``waar`` is "where",
 # not the dictionary's "true").
 QUESTION_WORDS = frozenset("waar welke welk hoeveel wanneer waarom hoe wie wat".split())
@@ -327,6 +332,8 @@ class Translator:
         """(stem, English endings, the regular one or "") for each of ``word``'s forms and
         spellings that ends in a cognate ending (``_COGNATES``), in the order they are tried."""
         forms = self._forms(word)
+        # not a stem made a verb (zogverlies -> zogverlie + en is no -een word: benzeen, benzene)
+        forms = [f for f in forms if f == word or f[:-2] not in forms[1:]]
         if forms[0].startswith("ge"):  # a participle's stem before its ge- (gestratificeerde)
             forms = forms[:1] + sorted(forms[1:], key=lambda form: form.startswith("ge"))
         for form in forms:
@@ -362,12 +369,30 @@ class Translator:
         for stem, _, regular in self._cognates(word):
             if regular and len(stem) >= MIN_COGNATE_STEM and stem == _spellings(stem)[-1]:
                 return ((stem + regular,),)
-        # A compound whose head part is unknown and whose tail is an English word: that word
-        # (debietmeter -> meter).
-        for cut in range(MIN_ENGLISH_PART, len(word) - MIN_ENGLISH_PART + 1):
-            if word[cut:] in self.english:
-                return ((word[cut:],),)
+        # A compound whose head part is unknown: its tail's reading, which names what the whole
+        # is (debietmeter -> meter, zogverlies -> loss, tilterugslagklep -> valve; see _tail).
+        for cut in range(MIN_PART, len(word) - MIN_ENGLISH_PART + 1):
+            tail = self._tail(word[:cut], word[cut:])
+            if tail:
+                return (tail,)
         return ()
+
+    def _tail(self, head: str, tail: str) -> tuple[str, ...]:
+        """The reading of a compound's ``tail`` when its ``head`` is unknown: an English word of
+        at least four letters after as many (a name's end is no part: Kelmarsh), or a noun of the
+        table as written or plural (not what an ending leaves of a verb: beoordeelt holds no eelt,
+        callus, nor gekalibreerd eer, honour). A verb's particle or prefix is no head (toegepast
+        is applied, not toe + gepast)."""
+        if tail in self.stop or head in _PARTICLES:
+            return ()
+        if tail in self.english:
+            return (tail,) if len(head) >= MIN_ENGLISH_PART else ()
+        if tail.endswith(_VERB_ENDINGS):  # then only as written, and longer than a stray piece
+            forms = [tail] if len(tail) > MIN_ENGLISH_PART else []
+        else:
+            forms = self._forms(tail)
+        form = next((f for f in forms if f in self.table), None)
+        return self._lookup(tail, part=True) if form and len(form) >= MIN_ENGLISH_PART else ()
 
 
 @dataclass(frozen=True)
