@@ -126,6 +126,16 @@ def test_the_kind_of_quantity_asked_and_a_block_of_another_kind():
     assert not holds_quantity("a bush whose clearance exceeds 3 mm", asked("how often is it renewed"), analyse)
 
 
+def test_a_kilonewton_is_no_knot():
+    """``kn`` is a knot or, carelessly written, a kilonewton; ``kN`` is only the force: a line's
+    breaking load does not answer the design wind (`ontwerpwind`, a speed)."""
+    wind = asked("Wat is de ontwerpwind voor de afmeerlijnen?")
+    assert wind.families == ("speed",)
+    assert not holds_quantity("all of HMPE rope with a breaking load of 6000 kN", wind, analyse)
+    assert holds_quantity("a current of 1.5 kn along the berth", wind, analyse)
+    assert holds_quantity("a breaking load of 6000 kN", asked("what is the breaking load"), analyse)
+
+
 HULL = [
     ("Hull survey", None, "Hull survey, project 22-008\nWritten as a test document."),
     ("1 Scope", ["1 Scope"], "1 Scope\nThe survey measures the plate thickness of the bottom shell of the tanker."),

@@ -124,6 +124,9 @@ _FAMILIES_OF: dict[str, frozenset[str]] = {}
 for _family, _units in UNITS.items():
     for _unit in _units:
         _FAMILIES_OF[_unit] = _FAMILIES_OF.get(_unit, frozenset()) | {_family}
+# Symbols whose case tells which of their families is meant: `kN` is a kilonewton, never a knot
+# (`kn`, which may be either as written).
+_AS_WRITTEN: dict[str, frozenset[str]] = {"kN": frozenset({"force"})}
 
 
 def families_of_noun(word: str) -> tuple[str, ...]:
@@ -186,7 +189,8 @@ def stated_families(text: str) -> frozenset[str]:
     or a number in words before a unit word (`every three months`)."""
     found: set[str] = set()
     for unit in _NUMBER_UNIT.findall(text):
-        found |= _FAMILIES_OF.get(unit.casefold().replace(" ", ""), frozenset())
+        unit = unit.replace(" ", "")
+        found |= _AS_WRITTEN.get(unit) or _FAMILIES_OF.get(unit.casefold(), frozenset())
     words = _WORD.findall(text.casefold())
     for word, after in zip(words, words[1:]):
         if word in NUMBER_WORDS and not _is_symbol(after):
