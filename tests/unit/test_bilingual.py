@@ -232,6 +232,20 @@ def test_english_words_and_stop_words_are_not_translated():
     assert translator.translate(["broadcasting", "bar", "de", "17-042", "onbekendwoord"]) == []
 
 
+def test_a_technical_headword_is_read_in_dutch_though_english_spells_it_too():
+    """`spanning` and `storing` are English words, but a Dutch question means voltage or stress,
+    and a fault: the technical table's word is translated; another English word is not."""
+    table = {**TABLE, "spanning": ("stress", "voltage"), "storing": ("fault",)}
+    english = {*ENGLISH, "spanning", "storing", "span"}
+    translator = Translator(table, (), english, fixed=("spanning", "storing"))
+    assert [t.english for t in translator.translate(["spanning", "storing", "span"])] == [
+        ("stress", "voltage"),
+        ("fault",),
+    ]
+    packaged = Translator(reading_table(), (), english, technical_table())
+    assert [t.english for t in packaged.translate(["spanning"])] == [("stress", "voltage", "tension")]
+
+
 def test_a_dutch_question_reads_in_english_and_an_english_one_does_not():
     analyzer = Analyzer()
     stop = analyzer.stop_words("dutch") | analyzer.stop_words("english")

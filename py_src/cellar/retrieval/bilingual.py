@@ -269,8 +269,11 @@ class Translator:
         result = []
         for raw in words:
             word = _fold(raw)
-            if len(word) > MAX_WORD or not _WORD.fullmatch(word) or word in self.stop or word in self.english:
-                continue  # a word the English vocabulary holds whole is read as English
+            if len(word) > MAX_WORD or not _WORD.fullmatch(word) or word in self.stop:
+                continue
+            if word in self.english and word not in self.fixed:
+                continue  # a word the English vocabulary holds whole is read as English, unless
+                # the technical table says what it means in Dutch (spanning: stress, voltage)
             if word not in self._memo:
                 self._memo[word] = self._word(word)
             if self._memo[word]:
