@@ -120,6 +120,18 @@ def test_english_stemming_matches_inflections():
     assert shared("DataFrames", "dataframe")  # a camelCase word is stemmed like the plain word
 
 
+def test_british_and_american_spellings_meet():
+    """An archive's authors and the people asking it need not spell alike: a British word is
+    read in its American spelling, in a chunk's identifier parts and in a query alike."""
+    assert shared("vapour fraction", "vapor fraction") == {"vapor", "fraction"}
+    assert shared("litres", "liters") == {"liter"}
+    assert DEFAULT.terms("normalise") == DEFAULT.terms("normalize")
+    assert DEFAULT.query_terms("what is the colour of the plot") == DEFAULT.query_terms("what is the color of the plot")
+    assert "color" in DEFAULT.terms("plot_colour")
+    # not the pairs that are two things to an engineer: a tonne is no (short) ton, a gauge no gage
+    assert not shared("tonnes", "tons") and not shared("gauge", "gage")
+
+
 def test_dutch_stemming_matches_inflections():
     assert shared("leidingen", "leiding") == {"leid"}
     assert shared("berekening", "berekenen") == {"berekeen"}

@@ -24,6 +24,9 @@ once (memoised) into its terms:
   "Froude number" and is not counted as a word the archive lacks; so is a number joined to words
   (``12-inch`` -> ``12``, ``inch``; ``30-olie``), which a cell writes apart as often (a code of
   digits or with a one-letter part, ``17-042``, ``E-407``, ``x-axis``, stays whole as above);
+- a word spelled the British way is read in its American spelling first (``vapour`` -> ``vapor``,
+  ``litres`` -> ``liters``, ``normalise`` -> ``normalize``; ``american_spellings``), on chunks and
+  queries alike, so that an archive's authors and the people asking it need not spell alike;
 - a glossary (``kk vk`` -> ``kortsluiting vermogensschakelaar``) adds the analysed expansion for
   every occurrence of a key, on chunks and queries alike, so that either spelling finds the other.
 
@@ -32,15 +35,20 @@ BM25 is a bag of words, so the order of the terms carries no meaning; their coun
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import importlib.resources
 import importlib.util
+import json
 import re
 import sys
 import types
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import chain
+from pathlib import Path
 from typing import Any
 
 from cellar.ingest.discovery import lone_surrogate
@@ -82,6 +90,22 @@ STOP_WORDS: dict[str, frozenset[str]] = {
     ),
 }
 LANGUAGES = tuple(STOP_WORDS)
+SPELLING_ID = "en-spelling"  # models/en-spelling/: British -> American spellings
+
+
+@lru_cache(maxsize=1)
+def american_spellings() -> dict[str, str]:
+    """British spelling -> American of 1,723 English words (``models/en-spelling/``: breame's
+    table, Apache-2.0, without the pairs that are two words to an engineer: `gauge` is no `gage`,
+    a `tonne` no `ton`, an `axe` no `ax`), checked against its table.json. Read once per process."""
+    folder = Path(str(importlib.resources.files("cellar.retrieval") / "models" / SPELLING_ID))
+    meta = json.loads((folder / "table.json").read_text(encoding="utf-8"))
+    data = (folder / meta["file"]).read_bytes()
+    if hashlib.sha256(data).hexdigest() != meta["sha256"]:
+        raise ValueError(f"{folder / meta['file']}: its SHA-256 is not table.json's {meta['sha256']}")
+    return dict(line.split("\t") for line in data.decode("utf-8").splitlines())
+
+
 # snowballstemmer's modules, imported as submodules of this name (see _stemmer).
 _SNOWBALL = "cellar._snowball"
 
@@ -191,14 +215,19 @@ class _Expansion:
     """Raw token -> terms for one set of stemmers, memoised: a notebook archive repeats a few
     hundred thousand distinct tokens, so each is stemmed once however often it occurs."""
 
-    def __init__(self, stop: frozenset[str], stemmers: list[Callable[[str], str]]) -> None:
+    def __init__(
+        self, stop: frozenset[str], stemmers: list[Callable[[str], str]], spellings: Mapping[str, str]
+    ) -> None:
         self._stop = stop
         self._stemmers = stemmers
+        self._spellings = spellings
         self._words = _Memo(self._word)
         self.tokens = _Memo(self._expand)
 
     def _word(self, word: str) -> tuple[str, ...]:
-        """Terms of one case-folded word: nothing for a stop word, else its distinct stems."""
+        """Terms of one case-folded word, in its American spelling: nothing for a stop word, else
+        its distinct stems."""
+        word = self._spellings.get(word, word)
         if word in self._stop:
             return ()
         if not self._stemmers or not word.isalpha():
@@ -248,10 +277,13 @@ class Analyzer:
         languages = settings.languages
         stop = frozenset().union(*(STOP_WORDS[lang] for lang in languages if settings.stopwords))
         stemmers = {lang: _stemmer(lang) for lang in languages if settings.stem}
-        self._all = _Expansion(stop, list(stemmers.values()))
+        spellings = american_spellings() if "english" in languages else {}
+        self._all = _Expansion(stop, list(stemmers.values()), spellings)
         # With several stemmers, a query in one language is stemmed by that language's alone, and
         # the stop words that belong to one language only are the evidence (see query_terms).
-        self._single = {lang: _Expansion(stop, [stem]) for lang, stem in stemmers.items()} if len(stemmers) > 1 else {}
+        self._single = (
+            {lang: _Expansion(stop, [stem], spellings) for lang, stem in stemmers.items()} if len(stemmers) > 1 else {}
+        )
         self._markers = {
             lang: STOP_WORDS[lang].difference(*(STOP_WORDS[other] for other in self._single if other != lang))
             for lang in self._single

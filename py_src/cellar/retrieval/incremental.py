@@ -60,6 +60,7 @@ PIPELINE_SOURCES = (
     "ingest/documents/*.py",
     "rerender/report.py",
     "retrieval/analysis.py",
+    "retrieval/models/en-spelling/british-american.tsv",  # the analyser's spellings
     "retrieval/bilingual.py",  # a Dutch file's English reading, and its tables:
     "retrieval/models/nld-eng/nld-eng.tsv",
     "retrieval/models/nld-eng-technical/technical.tsv",
