@@ -271,9 +271,10 @@ class Translator:
             word = _fold(raw)
             if len(word) > MAX_WORD or not _WORD.fullmatch(word) or word in self.stop:
                 continue
+            # A word the English vocabulary holds whole is read as English, unless the technical
+            # table says what it means in Dutch (spanning: stress, voltage).
             if word in self.english and word not in self.fixed:
-                continue  # a word the English vocabulary holds whole is read as English, unless
-                # the technical table says what it means in Dutch (spanning: stress, voltage)
+                continue
             if word not in self._memo:
                 self._memo[word] = self._word(word)
             if self._memo[word]:
