@@ -147,6 +147,14 @@ def test_irregular_endings_and_short_stems_are_not_guessed():
     assert Translator(TABLE, (), ENGLISH).translate(["energie", "gesimuleerd", "portie"]) == []
 
 
+def test_a_superlative_reads_as_its_adjective():
+    """grootste is groot's superlative (large), not groots (grand) plus -te; a word whose form
+    without -e the table holds keeps it (laatste: laatst, last, not laat, late)."""
+    table = {**TABLE, "groot": ("large",), "groots": ("grand",), "laat": ("late",), "laatst": ("last",)}
+    translator = Translator(table, (), ENGLISH)
+    assert [t.english for t in translator.translate(["grootste", "laatste"])] == [("large",), ("last",)]
+
+
 def test_a_compound_whose_head_is_unknown_is_read_by_its_tail():
     """The tail of a Dutch compound names what the whole is: zogverlies (wake loss) is a loss and
     kwelleidingen (seepage pipes) are pipes though the table knows neither zog nor kwel."""

@@ -285,8 +285,11 @@ class Translator:
         """``word`` and its stems (see ``_ENDINGS``), each also as a verb, without a ``ge-``; a
         stem that an ending left in an open syllable first with its long vowel written twice, as
         Dutch spells it when closed (temperaturen -> temperatuur, platen -> plaat before plat,
-        meten -> meet)."""
+        meten -> meet). A superlative's adjective comes right after the word without its -e
+        (grootste: groot, large, before groots, grand; laatste: laatst, last, before laat)."""
         forms = [word]
+        if word.endswith("ste") and len(word) - 3 >= MIN_PART:
+            forms += [word[:-1], word[:-3]]
         for base in (word, word[2:] if word.startswith("ge") and len(word) > 5 else ""):
             for ending, replacement in _ENDINGS:
                 if base and base.endswith(ending) and len(base) - len(ending) >= MIN_PART:
