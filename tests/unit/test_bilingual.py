@@ -164,9 +164,12 @@ def test_a_compound_whose_head_is_unknown_is_read_by_its_tail():
 
 def test_a_verbs_form_is_no_compounds_tail():
     """Cut from a verb, a word's end is no tail: beoordeelt (judges) holds eelt (callus) and
-    gemeerd (moored) ends in eer + d (honour), toegepast (applied) is toe + gepast (fitting)."""
-    table = {**TABLE, "eelt": ("callus",), "eer": ("honour",), "gepast": ("fitting",)}
-    assert Translator(table, (), ENGLISH).translate(["beoordeelt", "gemeerd", "toegepast"]) == []
+    gemeerd (moored) ends in eer + d (honour), toegepast (applied) is toe + gepast (fitting), and
+    ontwatering (dewatering) and ontkoppeling (decoupling) are a prefixed verb's nouns, not ontwa +
+    tering (consumption) nor ontkoppe + ling."""
+    table = {**TABLE, "eelt": ("callus",), "eer": ("honour",), "gepast": ("fitting",), "tering": ("consumption",)}
+    words = ["beoordeelt", "gemeerd", "toegepast", "ontwatering", "ontkoppeling"]
+    assert Translator(table, (), {*ENGLISH, "ling"}).translate(words) == []
 
 
 def test_the_end_of_a_name_is_no_english_tail():

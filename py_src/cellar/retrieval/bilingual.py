@@ -96,6 +96,7 @@ _PARTICLES = frozenset(
     "aan af bij door in mee na om onder op over toe uit voor weg terug samen be ge her ont ver er".split()
 )
 _VERB_ENDINGS = ("d", "t", "de", "te", "ing")  # a tail that ends so may be a verb's form
+_PREFIXES = ("be", "ge", "ont", "ver", "her")  # a verb's inseparable prefixes
 # Question words, beside the analyser's Dutch stop words: never translated (``waar`` is "where",
 # not the dictionary's "true").
 QUESTION_WORDS = frozenset("waar welke welk hoeveel wanneer waarom hoe wie wat".split())
@@ -389,8 +390,9 @@ class Translator:
         at least four letters after as many (a name's end is no part: Kelmarsh), or a noun of the
         table as written or plural (not what an ending leaves of a verb: beoordeelt holds no eelt,
         callus, nor gekalibreerd eer, honour). A verb's particle or prefix is no head (toegepast
-        is applied, not toe + gepast)."""
-        if tail in self.stop or head in _PARTICLES:
+        is applied, not toe + gepast), nor a verb's noun in -ing after its prefix a compound
+        (ontwatering is dewatering, no ontwa + tering, consumption; ontkoppeling no ling)."""
+        if tail in self.stop or head in _PARTICLES or (head.startswith(_PREFIXES) and tail.endswith("ing")):
             return ()
         if tail in self.english:
             return (tail,) if len(head) >= MIN_ENGLISH_PART else ()
