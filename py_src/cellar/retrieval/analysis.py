@@ -35,7 +35,6 @@ BM25 is a bag of words, so the order of the terms carries no meaning; their coun
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import importlib.resources
 import importlib.util
@@ -52,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from cellar.ingest.discovery import lone_surrogate
+from cellar.ingest.provenance import revision
 
 # One raw token: a number with thousands separators, a number with a decimal comma, or a run of word
 # characters joined by single dots or hyphens (identifiers, dotted names, codes, decimals, dates).
@@ -93,17 +93,28 @@ LANGUAGES = tuple(STOP_WORDS)
 SPELLING_ID = "en-spelling"  # models/en-spelling/: British -> American spellings
 
 
+def packaged_table_dir(table_id: str) -> Path:
+    """The folder of a table that ships inside the package (``models/<table_id>/``)."""
+    return Path(str(importlib.resources.files("cellar.retrieval") / "models" / table_id))
+
+
+def checked_table(folder: Path) -> str:
+    """The text of the data file that ``folder``'s table.json names, checked against the SHA-256
+    table.json records for it (the spellings here, the Dutch tables in ``cellar.retrieval.bilingual``)."""
+    meta = json.loads((folder / "table.json").read_text(encoding="utf-8"))
+    data = (folder / meta["file"]).read_bytes()
+    if revision(data) != meta["sha256"]:
+        raise ValueError(f"{folder / meta['file']}: SHA-256 {revision(data)} is not table.json's {meta['sha256']}")
+    return data.decode("utf-8")
+
+
 @lru_cache(maxsize=1)
 def american_spellings() -> dict[str, str]:
     """British spelling -> American of 1,723 English words (``models/en-spelling/``: breame's
     table, Apache-2.0, without the pairs that are two words to an engineer: `gauge` is no `gage`,
     a `tonne` no `ton`, an `axe` no `ax`), checked against its table.json. Read once per process."""
-    folder = Path(str(importlib.resources.files("cellar.retrieval") / "models" / SPELLING_ID))
-    meta = json.loads((folder / "table.json").read_text(encoding="utf-8"))
-    data = (folder / meta["file"]).read_bytes()
-    if hashlib.sha256(data).hexdigest() != meta["sha256"]:
-        raise ValueError(f"{folder / meta['file']}: its SHA-256 is not table.json's {meta['sha256']}")
-    return dict(line.split("\t") for line in data.decode("utf-8").splitlines())
+    text = checked_table(packaged_table_dir(SPELLING_ID))
+    return dict(line.split("\t") for line in text.splitlines())
 
 
 # snowballstemmer's modules, imported as submodules of this name (see _stemmer).

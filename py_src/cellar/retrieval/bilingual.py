@@ -33,7 +33,6 @@ translations of its words:
 from __future__ import annotations
 
 import gzip
-import importlib.resources
 import json
 import re
 import unicodedata
@@ -45,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from cellar.ingest.provenance import revision
-from cellar.retrieval.analysis import STOP_WORDS, Analyzer
+from cellar.retrieval.analysis import STOP_WORDS, Analyzer, checked_table, packaged_table_dir
 
 TABLE_ID = "nld-eng"
 TABLE_FILE = "nld-eng.tsv"
@@ -198,18 +197,13 @@ def parse_table(text: str) -> dict[str, tuple[str, ...]]:
 
 def default_table_dir() -> Path:
     """The table that ships inside the package."""
-    return Path(str(importlib.resources.files("cellar.retrieval") / "models" / TABLE_ID))
+    return packaged_table_dir(TABLE_ID)
 
 
 @lru_cache(maxsize=2)
 def load_table(directory: str | None = None) -> dict[str, tuple[str, ...]]:
     """The table in ``directory`` (the packaged one by default), checked against its table.json."""
-    folder = Path(directory) if directory else default_table_dir()
-    meta = json.loads((folder / "table.json").read_text(encoding="utf-8"))
-    data = (folder / meta["file"]).read_bytes()
-    if revision(data) != meta["sha256"]:
-        raise ValueError(f"{folder / meta['file']}: SHA-256 {revision(data)} is not table.json's {meta['sha256']}")
-    return parse_table(data.decode("utf-8"))
+    return parse_table(checked_table(Path(directory) if directory else default_table_dir()))
 
 
 TECHNICAL_ID = "nld-eng-technical"
