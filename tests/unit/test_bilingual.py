@@ -11,6 +11,7 @@ from cellar.retrieval.analysis import Analyzer
 from cellar.retrieval.bilingual import (
     Translator,
     build_table,
+    english_reading,
     load_table,
     make_table,
     parse_table,
@@ -270,6 +271,21 @@ def test_a_dutch_question_reads_in_english_and_an_english_one_does_not():
     (dutch,) = analyzer.language_terms("drukverlies", "dutch")
     assert reading.held_by is not None and "pressur" in reading.held_by[dutch]
     assert read_in_english("what is the pressure loss in the pipe", analyzer, translator).text == ""
+
+
+def test_a_name_inside_a_sentence_is_read_as_written():
+    """Dutch writes its nouns in lower case: a capitalised word that opens no sentence names a
+    place or a firm, and is not cut into words (Moerdijk is no moer + dijk, nut dike); one that
+    opens a sentence or a line is read, and so is a capitalised word the table holds whole
+    (``Pomp 3``)."""
+    analyzer = Analyzer()
+    stop = analyzer.stop_words("dutch") | analyzer.stop_words("english")
+    translator = Translator({**TABLE, "moer": ("nut",), "dijk": ("dike",), "pomp": ("pump",)}, stop, ENGLISH)
+    reading = read_in_english("Wat is het drukverlies na het laden in Moerdijk?", analyzer, translator)
+    assert reading.text == "edition loss laden Moerdijk"
+    assert "nut" not in reading.every_sense and "dike" not in reading.every_sense
+    opening = english_reading("Moerdijk: drukverlies.\n\n## Leiding bij Pomp 3", analyzer, translator)
+    assert opening.text == "nut dike edition loss pipe pump 3"
 
 
 @pytest.mark.parametrize(

@@ -104,6 +104,17 @@ def test_each_note_is_an_entry_with_its_fields_as_catalogue(built):
     }
 
 
+def test_a_standards_designation_is_held_by_its_clauses(built, model):
+    """A question that names the standard (``according to NEN 3140``) asks for its clauses: the
+    designation is the collection's catalogue, held in the refusal test as a notebook's year is,
+    though no clause's text repeats it."""
+    entry = next(entry for entry in built.index.notebooks if entry["path"] == "standards/nen3140.clauses.xml")
+    assert entry["meta"] == {"source": "clauses", "designation": "NEN 3140:2018"}
+    searcher = Searcher(built.index, model)
+    ranking = searcher.rank("copper conductor for earthing the hull according to NEN 3140", k=1)
+    assert ranking.evidence["numbers"] == 1.0 and "nen" not in ranking.evidence["missing"]
+
+
 def test_hits_carry_their_citation_and_source_through_the_shard(built, model, tmp_path):
     write_shard(built.index, tmp_path / "shard", model)
     searcher = Searcher(open_shard(tmp_path / "shard", model), model)

@@ -24,7 +24,8 @@ translations of its words:
   viscosity, ``laminaire`` -> laminar: ``_COGNATES``), or as the
   English word an inflection ending hides (``mediane`` -> median), or as the English word a
   compound ends in (``debietmeter`` -> meter); a word that is itself a whole word of that
-  vocabulary is read as English and not translated (``broadcasting``, ``bar``);
+  vocabulary is read as English and not translated (``broadcasting``, ``bar``), and so is a name
+  (``proper_names``: capitalised inside a sentence, ``Moerdijk``, not moer + dijk);
 - **what a search does with them** (``cellar.retrieval.search``): BM25 adds the translations'
   scores at a lower weight, the dense ranker blends the query's vector with that of its English
   reading, and the refusal test counts a Dutch word as held where one of its translations is.
@@ -59,6 +60,11 @@ _WORD = re.compile(r"[a-z]+")
 # What joins the words of a compound, an identifier or a dotted name (a dot between letters only:
 # ``2.5`` stays a number).
 _PIECES = re.compile(r"[-_]|(?<=[^\W\d_])\.(?=[^\W\d_])")
+# A capitalised word (``Moerdijk``, ``Froude``), and what may stand between a sentence's start (the
+# text's, a line's, or after . ! ? :) and its first word: spaces, Markdown marks, a list's number,
+# an opening bracket or quote.
+_CAPITALISED = re.compile(r"(?<![\w'])[A-Z][a-z\u00df-\u00ff]+\b")
+_SENTENCE_START = re.compile(r"(?:^|[.!?:]|\n)[\s#>*|(\[\-\d.)\"'`]*$")
 # Inflection endings of a Dutch word, longest first, with what replaces them: plurals (-en, -s),
 # adjective -e, the spelling changes of a plural (verliezen -> verlies, golven -> golf, snelheden ->
 # snelheid: not snel + heden, today; raderen -> rad: not rad + eren, honour), a verb's noun (-ing) and
@@ -276,6 +282,11 @@ class Translator:
                 result.append(Translation(raw, self._memo[word]))
         return result
 
+    def reads_whole(self, word: str) -> bool:
+        """Whether ``word`` has a reading as one word, not cut into parts: in the table as written
+        or inflected (``Pomp``, ``Tabellen``), or as a cognate (``Gaussische``: Gaussian)."""
+        return bool(self._lookup(_fold(word)))
+
     def _forms(self, word: str) -> list[str]:
         """``word`` and its stems (see ``_ENDINGS``), each also as a verb, without a ``ge-``; a
         stem that an ending left in an open syllable first with its long vowel written twice, as
@@ -448,6 +459,19 @@ def _words(text: str, analyzer: Analyzer) -> list[str]:
     return [piece for raw in analyzer.raw_tokens(text) for piece in _PIECES.split(raw) if piece]
 
 
+def proper_names(text: str) -> set[str]:
+    """The words of Dutch ``text`` that are names: capitalised where a sentence does not open
+    (``na het laden in Moerdijk``, ``windpark Kelmarsh``, ``het Froude-getal``). Dutch writes its
+    nouns in lower case, so such a word names a place, a person or a firm, and ``english_reading``
+    reads it as written unless it has a reading as one word (``Pomp 3``, ``zie Tabel 2``,
+    ``Gaussische``): cut into parts, it would be read as words (Moerdijk: moer + dijk, nut dike)."""
+    return {
+        match.group()
+        for match in _CAPITALISED.finditer(text)
+        if not _SENTENCE_START.search(text, max(0, match.start() - 40), match.start())
+    }
+
+
 def english_reading(text: str, analyzer: Analyzer, translator: Translator) -> Reading:
     """The English reading of Dutch ``text``: a question's (``read_in_english``) or a chunk's of a
     Dutch file (``cellar.retrieval.incremental``). A word joined by ``-``, ``_`` or ``.`` is read
@@ -457,7 +481,8 @@ def english_reading(text: str, analyzer: Analyzer, translator: Translator) -> Re
     further sense pulls it from what was asked. A chunk is embedded from every sense
     (``Reading.every_sense``): its vector is found by any of them."""
     words = _words(text, analyzer)
-    translated = {t.word: t for t in translator.translate(words)}
+    names = {name for name in proper_names(text) if not translator.reads_whole(name)}  # Pomp 3 is a pump
+    translated = {t.word: t for t in translator.translate(word for word in words if word not in names)}
     if not translated:
         return Reading()
     held_by: dict[str, tuple[str, ...]] = {}

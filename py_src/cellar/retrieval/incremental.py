@@ -46,8 +46,9 @@ if TYPE_CHECKING:  # the query path imports Render from here, not the chunker
 
 CACHE_FORMAT = 6
 # An entry's catalogue: a notebook's metadata; a document's source kind (document, clauses,
-# records: absent for a notebook) and a record's structured fields, which the filters read.
-NOTEBOOK_META = ("project", "author", "year", "vessel_class", "tags", "deprecated", "source", "fields")
+# records: absent for a notebook), a record's structured fields, which the filters read, and a
+# standard's designation (``NEN 3140:2018``), which its citations start with.
+NOTEBOOK_META = ("project", "author", "year", "vessel_class", "tags", "deprecated", "source", "fields", "designation")
 NO_READING = Reading()  # a chunk of a file not read as Dutch
 PROSE_KINDS = ("markdown", "text")  # the chunks whose words tell a file's language
 SEPARATOR = "\x00"  # between the terms of a chunk in a cache entry

@@ -86,8 +86,8 @@ TRANSLATION_WEIGHT = 0.5  # BM25 weight of a Dutch word's English translations (
 DEFAULT_CALIBRATION = {"min_coverage": 0.4305, "min_numbers": 0.75, "min_similarity": 0.5036}
 NUMBER_IN_TEXT = re.compile(r"\d+(?:[.,]\d+)*")
 # The notebook metadata that holds query terms as its text does, in the refusal test: the facts a
-# filter selects on (see Searcher._evidence).
-CATALOGUE_FIELDS = ("year", "project")
+# filter selects on, and the standard a clause is of (``volgens CVS 210``; see Searcher._evidence).
+CATALOGUE_FIELDS = ("year", "project", "designation")
 
 
 @dataclass(frozen=True)
@@ -430,8 +430,8 @@ class Searcher:
         notebook is best and which of its chunks are shown, not whether it answers. So every
         chunk counts, whatever its kind (a table that answers a question is rarely as close in
         meaning to it as the prose above it), and a term that the notebook's year or project
-        holds (the facts a filter selects on: ``2017``, ``17-042``) is held by the notebook even
-        when its text never repeats it. Such a term leaves the coverage, which weighs what the
+        holds (the facts a filter selects on: ``2017``, ``17-042``), or a standard's designation
+        (``CVS 210`` of ``volgens CVS 210``), is held by the entry even when its text never repeats it. Such a term leaves the coverage, which weighs what the
         text holds, unless the query has no other: the catalogue answers ``the 2017 vessel`` but
         vouches for nothing else a question asks (``bonus 2024`` must not pass on its year).
         (Measured on the dev set: coverage by the top hits alone separates worse.) A Dutch term is
