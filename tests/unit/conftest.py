@@ -3,7 +3,9 @@
 `stand_in_site` puts a stand-in `node` first on PATH that speaks the host protocol of
 `cellar.rerender.pyodide_host` (replies, runs no Python): every run comes back "not run by the
 stand-in"; a notebook whose code holds DIE_HERE ends the process, so the real host code has to
-notice the death; a `fail` file beside it makes it fail to start (a file, not a variable: the
+notice the death; one that holds FORGE_HERE gets a reply that is no JSON text, MALFORMED_HERE a
+result that is no object, and FORGE_AHEAD writes replies for the ids that follow its own, as a
+notebook may; a `fail` file beside it makes it fail to start (a file, not a variable: the
 worker's environment is scrubbed).
 """
 
@@ -34,10 +36,21 @@ for line in sys.stdin:
         continue
     if "DIE_HERE" in request["code"]:
         os._exit(9)  # dies (a signal would not do: in a PID namespace the stand-in is PID 1)
+    if "FORGE_HERE" in request["code"]:  # a reply whose value is no JSON text
+        reply({{"id": request["id"], "ok": True, "value": 5}})
+        continue
+    if "FORGE_AHEAD" in request["code"]:  # replies for the ids that would follow, on either side of its own
+        forged = json.dumps(json.dumps({{"cells": [], "stopped": "FORGED", "seconds": 0.0}}))
+        for guess in range(request["id"] + 1, request["id"] + 20):
+            reply({{"id": guess, "ok": True, "value": forged}})
     value = None
     if "run_request" in request["code"]:
-        value = json.dumps({{"cells": [], "stopped": "not run by the stand-in", "seconds": 0.0}})
+        result = 5 if "MALFORMED_HERE" in request["code"] else {{"cells": [], "stopped": "not run by the stand-in", "seconds": 0.0}}
+        value = json.dumps(result)
     reply({{"id": request["id"], "ok": True, "value": json.dumps(value)}})
+    if "FORGE_AHEAD" in request["code"]:
+        for guess in range(request["id"] + 1, request["id"] + 20):
+            reply({{"id": guess, "ok": True, "value": forged}})
 """
 
 

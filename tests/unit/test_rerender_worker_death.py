@@ -53,3 +53,28 @@ def test_a_worker_that_cannot_start_stops_the_batch_with_status_3(setting, capsy
     assert status == 3
     assert "cellar rerender: the batch stopped after" in err and "exited (exit status 7)" in err
     assert "no report written" in err and not (out / "report.json").exists()
+
+
+def test_a_forged_or_malformed_reply_makes_its_notebook_stale_and_forges_nothing_after_it(tmp_path, stand_in_site):
+    """A notebook can write reply lines to its worker's stdout, or patch the sandbox into
+    answering anything: a reply that is no JSON text, or a result that is no object, makes that
+    notebook stale (once more in a fresh worker when the worker had run others: an earlier one may
+    have done it) and replaces the worker; replies written ahead for the ids that would follow
+    answer no later request, as a request's id cannot be guessed. The batch goes on and exits 0."""
+    archive, out = tmp_path / "archive", tmp_path / "out"
+    archive.mkdir()
+    sources = {"a": "FORGE_HERE = 1", "b": "FORGE_AHEAD = 1", "c": "x = 1", "d": "MALFORMED_HERE = 1", "e": "y = 2"}
+    for name, source in sources.items():
+        (archive / f"{name}.ipynb").write_text(notebook(source))
+    status = main(["rerender", str(archive), "--out", str(out), "--site", str(stand_in_site), "--workers", "1"])
+    assert status == 0
+    report = json.loads((out / "report.json").read_text())
+    reasons = {entry["path"]: entry["reason"] for entry in report["notebooks"]}
+    assert reasons["a.ipynb"] == (
+        "the worker's reply cannot be trusted: the reply's value is not JSON text: '5'; a fresh worker was started"
+    )
+    assert reasons["d.ipynb"].startswith(
+        "the worker's reply cannot be trusted: the sandbox's result is malformed (not an object)"
+    )
+    assert [reasons[name] for name in ("b.ipynb", "c.ipynb", "e.ipynb")] == ["not run by the stand-in"] * 3
+    assert report["worker_deaths"] == 0

@@ -40,19 +40,28 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from cellar.ingest.discovery import FileRefused, find_documents, printable, read_document
 from cellar.ingest.notebook import NotebookError, read_notebook
 from cellar.ingest.provenance import revision
 from cellar.records import RERENDER_STATUSES, ReportEntry
 from cellar.rerender import environment, reuse, vfs
-from cellar.rerender.pyodide_host import PyodideError, PyodideExited, PyodideHost, confinement
-from cellar.rerender.report import REPORT_FILE, Settings, dump_notebook, make_report, notebook_cwd, rerender_notebook
+from cellar.rerender.pyodide_host import ForgedReply, PyodideError, PyodideExited, PyodideHost, confinement
+from cellar.rerender.report import (
+    REPORT_FILE,
+    Settings,
+    check_result,
+    dump_notebook,
+    make_report,
+    notebook_cwd,
+    rerender_notebook,
+)
 
 DEFAULT_CACHE = Path(os.environ.get("CELLAR_CACHE") or Path.home() / ".cache" / "cellar") / "wheels"
 HOST_MARGIN = 30.0  # seconds past the notebook's limit before the host gives up on a worker
 WORKER_DIED = "the Pyodide worker died"  # how a notebook's stale reason starts when its worker died
+FORGED = "the worker's reply cannot be trusted"  # ... when its reply was not the sandbox's result
 
 
 class RerenderStopped(RuntimeError):
@@ -152,7 +161,10 @@ class Worker:
         no notebook is blamed for another's doing; ended again, the run is stopped with WORKER_DIED
         and counted in `deaths`. So is a run out of time in a worker that ran notebooks before it
         (an earlier notebook's timer may be what took the time): stopped only when a fresh worker
-        takes as long."""
+        takes as long. And so is a reply that is not the sandbox's result (FORGED: a notebook can
+        write reply lines, or patch the sandbox; `report.check_result`), and a failure of the
+        sandbox itself (a module an earlier notebook left in `sys.modules` may break its
+        restoring): the worker is replaced either way, as nothing that ran in it is trusted."""
         if self.host.exit_code is not None or (self.isolate and self.served):  # ended, or used
             self._restart()
         for attempt in range(2):
@@ -162,10 +174,16 @@ class Worker:
                 f"sandbox.run_request({json.dumps({**request, 'blobs': fresh})!r})"
             )
             try:
-                reply = json.loads(self.host.run(code, timeout=timeout))
+                reply = _result(self.host.run(code, timeout=timeout))
                 self.sent.update(fresh)
                 self.served += 1
                 return reply
+            except (ForgedReply, ValueError) as error:  # _result's: a result that is none
+                earlier = self.served
+                self._restart()  # whatever wrote it may write again
+                if earlier and not attempt:
+                    continue
+                return {"cells": [], "stopped": f"{FORGED}: {error}; a fresh worker was started", "seconds": 0.0}
             except TimeoutError:
                 earlier = self.served
                 self.host = self._start()  # run() closed the stuck process
@@ -187,7 +205,11 @@ class Worker:
                         f"({exit_code}) while running the notebook; a fresh worker was started",
                         "seconds": 0.0,
                     }
-            except PyodideError as error:
+            except PyodideError as error:  # the sandbox itself failed, not a cell
+                earlier = self.served
+                self._restart()
+                if earlier and not attempt:
+                    continue
                 last = str(error).strip().splitlines()[-1:] or ["unknown error"]
                 return {"cells": [], "stopped": f"the sandbox failed: {last[0]}", "seconds": 0.0}
         raise AssertionError("unreachable: the second attempt returns")
@@ -198,6 +220,19 @@ class Worker:
 
     def close(self) -> None:
         self.host.close()
+
+
+def _result(text: Any) -> dict[str, Any]:
+    """The sandbox's result from what `sandbox.run_request` returns, its JSON text; ValueError
+    (naming the problem) when it is none."""
+    if not isinstance(text, str):
+        raise ValueError(f"the sandbox's result is not JSON text but {type(text).__name__}")
+    try:
+        result = json.loads(text)
+    except ValueError as error:
+        raise ValueError(f"the sandbox's result is not JSON ({error})") from None
+    check_result(result)
+    return cast(dict[str, Any], result)
 
 
 @dataclass(frozen=True)

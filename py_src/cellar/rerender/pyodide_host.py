@@ -22,6 +22,10 @@ the default; see `confinement()`):
   only interface, loopback, is down, so that no connection leaves the process, to 127.0.0.1
   neither; and a new PID namespace, in which no other process of the machine can be signalled.
 - A scrubbed environment (no variable of the host's is passed on) and a session of its own.
+
+The code run can also write to the process's stdout, where replies come: a reply names its
+request by a random id, which code run for one request cannot know for the next, and a reply whose
+value is not JSON text raises ForgedReply.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import base64
 import functools
 import json
 import os
+import secrets
 import selectors
 import shutil
 import signal
@@ -96,6 +101,10 @@ class PyodideError(Exception):
 
 class PyodideExited(PyodideError):
     """The Node process running Pyodide is gone (it crashed, ran out of memory or was killed)."""
+
+
+class ForgedReply(PyodideError):
+    """The reply to a request is not one this host's script writes: code run in Pyodide wrote it."""
 
 
 def _exit_status(code: int) -> str:
@@ -279,12 +288,20 @@ class PyodideHost:
         self.start_seconds = time.perf_counter() - started
 
     def run(self, code: str, timeout: float | None = 300.0) -> Any:
-        """Run Python source in Pyodide; return the JSON-decoded value of its final expression."""
-        return json.loads(self._request({"code": code}, timeout))
+        """Run Python source in Pyodide; return the JSON-decoded value of its final expression
+        (ForgedReply when the reply's value is not JSON text)."""
+        value = self._request({"code": code}, timeout)
+        try:
+            return json.loads(value)
+        except (TypeError, ValueError):
+            raise ForgedReply(f"the reply's value is not JSON text: {str(value)[:80]!r}") from None
 
     def read_file(self, path: str, timeout: float | None = 60.0) -> bytes:
         """The bytes of a file in Pyodide's file system (PyodideError naming it if there is none)."""
-        return base64.b64decode(self._request({"read": path}, timeout))
+        value = self._request({"read": path}, timeout)
+        if not isinstance(value, str):
+            raise ForgedReply(f"the reply for {path} is not base64 text")
+        return base64.b64decode(value)
 
     @property
     def exit_code(self) -> int | None:
@@ -292,7 +309,9 @@ class PyodideHost:
         return self._process.poll()
 
     def _request(self, request: dict[str, Any], timeout: float | None) -> Any:
-        self._next_id += 1
+        # Unguessable, and exact as a JavaScript number: a reply that code run for an earlier
+        # request wrote ahead, with the ids that would follow, answers nothing.
+        self._next_id = secrets.randbits(52) + 1
         stdin = self._process.stdin
         assert stdin is not None  # started with stdin=PIPE
         try:
