@@ -181,6 +181,8 @@ PROBES = [
         " js.JSON.parse('{{\"eval\": true}}'))\nprint('started')",
         ACCESS,
     ),
+    # no capability: root in the namespaces could otherwise change its user, mount or chroot out
+    Probe("change-user", "js.globalThis.process.setuid(65534)\nprint('ESC' + 'APED: changed its user')", r"EPERM"),
     Probe("kill-host-process", "js.globalThis.process.kill({victim}, 'SIGKILL')\nprint('sent')", r"ESRCH|EPERM"),
     Probe("kill-process-group", "js.globalThis.process.kill(0, 'SIGTERM')\nprint('sent')", r"sent|ESRCH|EPERM"),
     Probe(

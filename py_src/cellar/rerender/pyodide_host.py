@@ -21,6 +21,8 @@ the default; see `confinement()`):
 - Where `unshare` works (root, or unprivileged user namespaces): a new network namespace, whose
   only interface, loopback, is down, so that no connection leaves the process, to 127.0.0.1
   neither; and a new PID namespace, in which no other process of the machine can be signalled.
+- Where `setpriv` is, Node starts there with no capability and none to gain back: as root in
+  the namespaces it could otherwise change its user, mount, or leave the new root.
 - A scrubbed environment (no variable of the host's is passed on) and a session of its own.
 
 The code run can also write to the process's stdout, where replies come: a reply names its
@@ -43,7 +45,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from os import PathLike
 from pathlib import Path
 from typing import Any
@@ -61,6 +63,9 @@ MARK = "\x1ecellar-host "
 _UNSHARE = ("--net", "--pid", "--fork", "--kill-child")
 _MOUNT = ("--mount", "--propagation", "private")
 _AS_USER = ("--map-root-user",)
+# Run last, in the namespaces: Node starts with no capability, none to gain back (as root it could
+# otherwise mount, chroot out or change its user: a bug of Node's or V8's would give it all that).
+_NO_CAPABILITIES = ("--no-new-privs", "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--")
 # What the new root holds besides the paths Node may read: the programs and their libraries.
 SYSTEM_PATHS = ("/usr", "/bin", "/lib", "/lib64", "/sbin", "/dev/null", "/dev/zero", "/dev/random", "/dev/urandom")
 # The empty folder each worker's new root is mounted on, in its own mount namespace (so one
@@ -123,13 +128,16 @@ class Confinement:
     `permission`: the flags that turn Node's permission model on (empty where this Node has none);
     `unshare`: the `unshare` command that starts it in new namespaces (empty where that fails here);
     `new_root`: whether it runs chrooted into a root of its own (a mount namespace);
-    `missing`: what does not hold on this machine and why, one sentence each.
+    `missing`: what does not hold on this machine and why, one sentence each;
+    `setpriv`: the `setpriv` that drops every capability before Node starts, in the namespaces
+    (empty where there is none).
     """
 
     permission: tuple[str, ...]
     unshare: tuple[str, ...]
     new_root: bool
     missing: tuple[str, ...]
+    setpriv: tuple[str, ...] = ()
 
     def command(self, node: list[str], readable: list[str]) -> list[str]:
         """`node` (a command line) confined, `readable` the host paths it may read."""
@@ -137,11 +145,12 @@ class Confinement:
             node = [node[0], *self.permission, *(f"--allow-fs-read={path}" for path in readable), *node[1:]]
         if not self.unshare:
             return node
+        node = [*self.setpriv, *node]
         if not self.new_root:
             return [*self.unshare, "--", *node]
         ROOT_MOUNT.mkdir(exist_ok=True)
         paths = [path for path in SYSTEM_PATHS if os.path.lexists(path)]
-        paths += [path.rstrip(os.sep) for path in [str(Path(node[0]).resolve()), *readable]]
+        paths += [path.rstrip(os.sep) for path in [str(Path(node[len(self.setpriv)]).resolve()), *readable]]
         return [
             *self.unshare,
             "--",
@@ -170,6 +179,7 @@ class Confinement:
             held.append(
                 "new network and PID namespaces (no network, 127.0.0.1 neither; no other process)"
                 + (", chrooted into a root of its own (no other file or Unix socket)" if self.new_root else "")
+                + (", no capabilities" if self.setpriv else "")
             )
         line = "sandbox boundary: " + (" + ".join(held) if held else "none below Python")
         return line + "".join(f"; NOT HELD: {reason}" for reason in self.missing)
@@ -215,6 +225,7 @@ def confinement(node: str = "node") -> Confinement:
     if shutil.which("unshare") is None:
         missing.append("no `unshare` here: the network and other processes are reachable")
         return Confinement(permission, (), False, tuple(missing))
+    setpriv = shutil.which("setpriv")
     for new_root in (True, False):
         for user in ((), _AS_USER):
             unshare = (shutil.which("unshare"), *user, *(_MOUNT if new_root else ()), *_UNSHARE)
@@ -222,7 +233,11 @@ def confinement(node: str = "node") -> Confinement:
             if _works(trial.command([node, "-e", "0"], [])):
                 if not new_root:
                     missing.append("no mount namespace here: Unix sockets of the host's are reachable")
-                return Confinement(permission, unshare, new_root, tuple(missing))
+                dropped = replace(trial, setpriv=(setpriv, *_NO_CAPABILITIES)) if setpriv else trial
+                if dropped is trial or not _works(dropped.command([node, "-e", "0"], [])):
+                    missing.append("no `setpriv` here: Node keeps the capabilities it starts with")
+                    dropped = trial
+                return replace(dropped, missing=tuple(missing))
     missing.append(
         "`unshare --net --pid` is not permitted here (no root, no user namespaces): "
         "the network and other processes are reachable"
