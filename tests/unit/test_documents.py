@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import warnings
 import zipfile
 
 import pytest
@@ -228,6 +229,22 @@ def _zip_of(name: str, content: bytes) -> bytes:
     return out.getvalue()
 
 
+def _flagged_utf8_name(raw_name: bytes) -> bytes:
+    """A ZIP whose member's name is flagged UTF-8 (bit 11) and is not: written with a placeholder
+    name of the same length, then patched in the local header and the central directory."""
+    placeholder = "x" * len(raw_name)
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as package:
+        package.writestr(zipfile.ZipInfo(placeholder), b"<d/>")
+        package.writestr("word/document.xml", b"<d/>")
+    data = out.getvalue().replace(placeholder.encode(), raw_name)
+    for signature, flags_at in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):  # local header, central directory
+        at = data.index(signature)
+        flags = int.from_bytes(data[at + flags_at : at + flags_at + 2], "little") | 0x800
+        data = data[: at + flags_at] + flags.to_bytes(2, "little") + data[at + flags_at + 2 :]
+    return data
+
+
 BILLION_LAUGHS = (
     b'<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">'
     + b"".join(b'<!ENTITY lol%d "%s">' % (n, (b"&lol%d;" % (n - 1) if n > 1 else b"&lol;") * 10) for n in range(1, 10))
@@ -254,6 +271,18 @@ BILLION_LAUGHS = (
         ("j.clauses.json", b"[" * 100_000 + b"]" * 100_000, "JSON nested too deeply for this reader"),
         ("k.records.jsonl", b'{"id": "A", "text": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n",
          "line 1: JSON nested too deeply for this reader"),
+        # no field a filter selects on (nested just under the reader's limit, written back out as
+        # text, it had overflowed the stack and stopped the whole batch)
+        ("l.records.jsonl", b'{"id": "A", "text": "x", "f": ' + b"[" * 50 + b"]" * 50 + b"}\n",
+         "the note on line 1 has a field that is an array, not a value"),
+        ("m.records.jsonl", b'{"id": "A", "text": ["x", {"b": 1}]}\n', "the note on line 1: its text is not text but an array"),
+        ("n.records.jsonl", b'{"id": "A", "text": true}\n', "its text is not text but a boolean"),
+        ("o.records.csv", b"id,text\nA,x,lost\n", "the note on line 2 has more cells than the header has columns"),
+        ("p.records.csv", b"id,text,Machine,machine \nA,x,T1,T2\n", "two columns are named 'machine'"),
+        ("q.clauses.xml", b'<?xml version="1.0" encoding="UTF-7"?><clauses/>', "not readable XML"),
+        ("r.docx", _zip_of("word/document.xml", b'<!DOCTYPE d [<!ENTITY x SYSTEM "file:///etc/passwd">]><d>&x;</d>'),
+         "word/document.xml declares a DTD (entities), refused"),
+        ("s.docx", _flagged_utf8_name(b"word/\xff.xml"), "a member's name is not UTF-8"),
     ],
 )  # fmt: skip
 def test_malformed_files_are_refused_naming_the_file_and_the_problem(name, data, problem):
@@ -460,3 +489,12 @@ def test_a_pdf_encrypted_with_an_empty_password_is_read_and_one_that_needs_a_pas
     assert quotes(extract(encrypted(""), "archive/open.pdf")) == ["1 Scope\nBallast pumps."]
     with pytest.raises(FileRefused, match=r"^archive/locked\.pdf: an encrypted PDF: it needs a password"):
         extract(encrypted("secret"), "archive/locked.pdf")
+
+
+def test_what_pypdf_logs_reading_a_pdf_is_a_warning_naming_the_file(capsys):
+    data = WRITERS.pdf_bytes([["1 Scope", "Some text here."]])[:-30]  # its end, %%EOF, cut off
+    with warnings.catch_warnings(record=True) as caught, pytest.raises(FileRefused):
+        warnings.simplefilter("always")
+        extract(data, "archive/cut.pdf")
+    assert "archive/cut.pdf: pypdf: EOF marker not found" in [str(warning.message) for warning in caught]
+    assert capsys.readouterr().err == ""  # not logged without the file's name

@@ -24,6 +24,7 @@ from cellar.cli import main
 from cellar.ingest import chunking, discovery
 from cellar.ingest.chunking import chunk_file
 from cellar.ingest.discovery import FileRefused, find_documents, read_document
+from cellar.ingest.documents.extract import extract
 from cellar.ingest.notebook import NotebookError, NotebookWarning, read_notebook
 from cellar.rerender import vfs
 from cellar.rerender.batch import find_notebooks
@@ -197,6 +198,9 @@ def test_a_text_past_the_limit_is_cut_with_a_warning(archive, monkeypatch):
     nb["cells"].append({"cell_type": "markdown", "metadata": {}, "source": "short"})
     (archive / "long.ipynb").write_text(json.dumps(nb))
     (archive / "long.md").write_text(long)
+    # a text's blocks are found in what is indexed only: splitting costs many times the text's size
+    split = []
+    monkeypatch.setattr(chunking, "extract", lambda data, path: split.append(len(data)) or extract(data, path))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         chunked = chunk_file(archive / "long.ipynb", archive)
@@ -210,9 +214,11 @@ def test_a_text_past_the_limit_is_cut_with_a_warning(archive, monkeypatch):
     assert all(caught_warning.category is NotebookWarning for caught_warning in caught)
     assert max(chunk.end for chunk in chunked.chunks + document.chunks) <= 1000
     assert any(chunk.cell == 1 for chunk in chunked.chunks)
-    # the document is one paragraph the cut runs through: indexed up to the cut, not left empty
+    # the document is one paragraph the cut runs through: indexed up to the cut (its last word,
+    # the space after it aside), not left empty
     assert max(chunk.end for chunk in document.chunks) == 999
-    assert document.document["blocks"][-1]["end"] == 1000
+    assert document.document["blocks"][-1]["end"] == 999
+    assert split == [1000]
 
 
 def hostile_archive(archive: Path) -> set[str]:
@@ -354,3 +360,10 @@ def test_a_file_name_with_control_characters_is_reported_without_them(archive, t
     assert main(["chunk", str(archive / "red\x1b[31m\rname.ipynb")]) == 1
     err = capsys.readouterr().err
     assert "red\\x1b[31m\\rname.ipynb: " in err and "\x1b" not in err and "\r" not in err
+    # and search prints a found file's name and text so too (an OSC sequence sets the window title)
+    (archive / "title\x1b]0;pwned\x07.md").write_text("# Escapes\n\nescapeword \x1b[2J cleared\n")
+    assert main(["index", str(archive), "--out", str(tmp_path / "shard2"), "--no-cache"]) == 1
+    capsys.readouterr()
+    main(["search", str(tmp_path / "shard2"), "escapeword"])
+    out = capsys.readouterr().out
+    assert "title\\x1b]0;pwned\\x07.md" in out and "\\x1b[2J" in out and "\x1b" not in out and "\x07" not in out

@@ -18,6 +18,7 @@ import argparse
 import json
 import sys
 
+from cellar.cli.progress import shown
 from cellar.records import KINDS, Answer
 from cellar.retrieval.embedding import default_model_dir, load_model
 from cellar.retrieval.filters import SOURCES
@@ -106,9 +107,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def listing(answer: Answer) -> str:
-    """The answer for a terminal: notebooks, their hits and neighbourhoods, or the refusal."""
+    """The answer for a terminal: notebooks, their hits and neighbourhoods, or the refusal; a
+    control character of a file's name or text written as its escape (``shown``)."""
     if answer["refused"]:
-        return f"refused: {answer['refusal_reason']}"
+        return shown(f"refused: {answer['refusal_reason']}")
     lines = []
     for number, nb in enumerate(answer["notebooks"], 1):
         lines.append(f"{number}. {nb['path']}  [{nb['status']}]  score {nb['score']:.4f}")
@@ -128,4 +130,4 @@ def listing(answer: Answer) -> str:
             f"searched {', then '.join(route['sources'])} ({route['rule']} rule{', fell back' if route['fell_back'] else ''})"
         )
     lines.append(f"({answer['timings_ms']['total']:.1f} ms)")
-    return "\n".join(lines)
+    return "\n".join(map(shown, lines))

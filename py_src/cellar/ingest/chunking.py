@@ -29,12 +29,13 @@ from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
+from pathlib import PurePosixPath
 from typing import Any
 
 from cellar.ingest.chunks import Chunk, Chunked, ChunkMaker, clean_text
 from cellar.ingest.code_facts import CodeFacts, code_facts
 from cellar.ingest.discovery import read_document
-from cellar.ingest.documents.blocks import Block, search_prefix
+from cellar.ingest.documents.blocks import Block, search_prefix, utf8_text
 from cellar.ingest.documents.extract import extract
 from cellar.ingest.documents.lines import atx_heading, heading_title
 from cellar.ingest.documents.notes import record_year
@@ -61,6 +62,10 @@ ABOVE_WORDS = 60  # how much of the Markdown above describes a plot
 # Chunking costs about 0.5 s and 50 MB per million characters; the file limit is
 # `cellar.ingest.discovery.MAX_FILE_BYTES`.
 MAX_TEXT_CHARS = 2_000_000
+# The documents whose text is the file's own (Markdown, plain text): cut to the limit before they
+# are split into blocks, as splitting takes many times the text's size (an 88 MB text of short
+# paragraphs had taken 6 GB and 85 s before its cut).
+OWN_TEXT = (".md", ".markdown", ".txt")
 
 SETEXT = re.compile(r" {0,3}(=+|-+)[ \t]*\r?\n?")
 
@@ -102,7 +107,10 @@ def chunk_document(data: bytes, path: str, rules: Sequence[Rule] = ()) -> Chunke
     (`meta.citation`), a block longer than a prose window cut into windows under the same
     citation. `Chunked.source` is the extracted text the offsets point into (for .md and .txt,
     the file's own text); a FileRefused (a ValueError) names the file and the problem."""
-    extracted = extract(data, path)
+    if PurePosixPath(path).suffix.lower() in OWN_TEXT:  # cut before it is split into blocks (bounded work)
+        extracted = extract(_cut(path, "the text", utf8_text(data, path)).encode(), path)
+    else:
+        extracted = extract(data, path)
     meta = document_meta(path, {}, rules)
     maker = ChunkMaker(path, revision(data), {**meta, "source": extracted.source})
     maker.start_document(extracted.text)

@@ -61,6 +61,8 @@ def clauses_from_xml(data: bytes, path: str) -> Extracted:
         ) from None
     except ParseError as error:
         raise FileRefused(path, f"not well-formed XML ({error})") from None
+    except (ValueError, LookupError) as error:  # an encoding expat cannot read (UTF-7) or does not know
+        raise FileRefused(path, f"not readable XML ({error})") from None
     articles = [child for child in root if child.tag == "article"]
     if not articles:
         raise FileRefused(path, f"not a clause collection: no <article> under <{root.tag}>")

@@ -88,21 +88,29 @@ def _notes(path: str, header: Sequence[str], rows: Sequence[tuple[int, Mapping[s
         raise FileRefused(
             path, f"not a records file: {missing} is needed; its columns are {', '.join(map(str, header)) or 'none'}"
         )
+    names = [name.strip().lower() for name in header if isinstance(name, str)]
+    if clash := next((name for name in names if names.count(name) > 1), None):
+        raise FileRefused(path, f"two columns are named {clash!r} (case and spaces aside): a field would be lost")
     seen: dict[str, int] = {}
     notes = []
     for line, row in rows:
-        note_id = _value(row.get(id_column))
+        if None in row:  # csv.DictReader's key for the cells past the header's
+            raise FileRefused(path, f"the note on line {line} has more cells than the header has columns")
+        note_id = _value(row.get(id_column), path, line)
         if not note_id:
             raise FileRefused(path, f"the note on line {line} has no {id_column}")
         if note_id in seen:
             raise FileRefused(path, f"note {note_id} appears twice (lines {seen[note_id]} and {line})")
         seen[note_id] = line
+        text = row.get(text_column)
+        if text is not None and not isinstance(text, str):
+            raise FileRefused(path, f"the note on line {line}: its {text_column} is not text but {_json_type(text)}")
         fields = {
             key.strip().lower(): value
             for key, raw in row.items()
-            if isinstance(key, str) and key not in (id_column, text_column) and (value := _value(raw))
+            if isinstance(key, str) and key not in (id_column, text_column) and (value := _value(raw, path, line))
         }
-        notes.append((note_id, str(row.get(text_column) or "").strip(), fields))
+        notes.append((note_id, (text or "").strip(), fields))
     if not notes:
         raise FileRefused(path, "a records file without any note")
     text, spans = joined(("", body) for _, body, _ in notes)
@@ -113,11 +121,18 @@ def _notes(path: str, header: Sequence[str], rows: Sequence[tuple[int, Mapping[s
     return Extracted(text, blocks, "records", fmt)
 
 
-def _value(raw: Any) -> str:
-    """A field's value as text (a JSON number or boolean as written in JSON)."""
+def _value(raw: Any, path: str, line: int) -> str:
+    """A field's value as text (a JSON number or boolean as written in JSON); an array or an
+    object is no field a filter can select on, and is refused."""
     if raw is None:
         return ""
+    if isinstance(raw, (list, dict)):
+        raise FileRefused(path, f"the note on line {line} has a field that is {_json_type(raw)}, not a value")
     return (raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)).strip()
+
+
+def _json_type(value: Any) -> str:
+    return {list: "an array", dict: "an object", bool: "a boolean"}.get(type(value), "a number")
 
 
 def record_year(fields: Mapping[str, str]) -> int | None:

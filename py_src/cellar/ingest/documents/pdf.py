@@ -33,11 +33,13 @@ above `1 Scope` at 14 pt in every heading path.
 from __future__ import annotations
 
 import io
+import logging
 import re
 import warnings
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
@@ -94,6 +96,38 @@ def font_levels(sizes: Mapping[str, float], body: float) -> dict[str, int]:
 
 def _page_texts(data: bytes, path: str) -> tuple[list[str], dict[str, float], float]:
     """Each page's text (layout mode), each line's largest font size, and the body size."""
+    with _logged_as_warnings(path):
+        return _read_pages(data, path)
+
+
+@contextmanager
+def _logged_as_warnings(path: str) -> Iterator[None]:
+    """What pypdf logs while it reads `path` (`EOF marker not found`) as warnings naming the file,
+    each once: logged, it would reach the terminal without the file's name."""
+    from cellar.ingest.notebook import NotebookWarning
+
+    logger, messages = logging.getLogger("pypdf"), _Messages()
+    propagate, logger.propagate = logger.propagate, False
+    logger.addHandler(messages)
+    try:
+        yield
+    finally:
+        logger.removeHandler(messages)
+        logger.propagate = propagate
+        for message in dict.fromkeys(messages.seen):
+            warnings.warn(f"{path}: pypdf: {message}", NotebookWarning, stacklevel=4)
+
+
+class _Messages(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.seen: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.seen.append(record.getMessage()[:200])
+
+
+def _read_pages(data: bytes, path: str) -> tuple[list[str], dict[str, float], float]:
     from pypdf import PdfReader
 
     try:

@@ -26,6 +26,7 @@ from cellar.ingest.documents.blocks import Extracted, Unit, assemble, first_head
 
 HEADING_STYLE = re.compile(r"heading (\d)", re.IGNORECASE)
 NUMBER_WRITTEN = re.compile(r"\d+(?:\.\d+)*\.?\s")
+PROLOG_BYTES = 4096  # where a part's DTD would be: before its root element
 
 
 def docx_document(data: bytes, path: str) -> Extracted:
@@ -67,6 +68,8 @@ def _check_package(data: bytes, path: str) -> None:
             unpacked = sum(member.file_size for member in package.infolist())
     except zipfile.BadZipFile:
         raise FileRefused(path, "not a Word document: a DOCX is a ZIP package and this is not one") from None
+    except UnicodeDecodeError as error:  # a member's name flagged UTF-8 that is not
+        raise FileRefused(path, f"not a readable Word package: a member's name is not UTF-8 ({error})") from None
     # A ZIP bomb is refused before python-docx unpacks it: the limit of any archive file. (zipfile
     # reads a member no further than its stated size, so the sizes stated bound the memory.)
     if unpacked > MAX_FILE_BYTES:
@@ -77,6 +80,14 @@ def _check_package(data: bytes, path: str) -> None:
         raise FileRefused(
             path, "not a Word document: a ZIP package without word/document.xml (another kind of file renamed .docx?)"
         )
+    # Word writes no DTD; one declares entities, which python-docx's parser drops with the text
+    # around them (an entity that names a file is never read): refused, as a clause collection's is.
+    with zipfile.ZipFile(io.BytesIO(data)) as package:
+        for name in sorted(names):
+            if name.endswith((".xml", ".rels")):
+                with package.open(name) as part:
+                    if b"<!DOCTYPE" in part.read(PROLOG_BYTES):
+                        raise FileRefused(path, f"a Word package whose {name} declares a DTD (entities), refused")
 
 
 def _table_rows(table: Any) -> list[str]:
