@@ -18,6 +18,7 @@ from tests.unit.conftest import demo_documents_writers
 
 from cellar.ingest.chunking import chunk_document, coverage
 from cellar.ingest.discovery import FileRefused
+from cellar.ingest.documents import notes
 from cellar.ingest.documents.extract import extract
 
 WRITERS = demo_documents_writers()
@@ -498,3 +499,26 @@ def test_what_pypdf_logs_reading_a_pdf_is_a_warning_naming_the_file(capsys):
         extract(data, "archive/cut.pdf")
     assert "archive/cut.pdf: pypdf: EOF marker not found" in [str(warning.message) for warning in caught]
     assert capsys.readouterr().err == ""  # not logged without the file's name
+
+
+@pytest.mark.parametrize("suffix", ["csv", "jsonl"])
+def test_a_records_file_past_its_limits_keeps_its_first_notes_and_cuts_long_fields(monkeypatch, suffix):
+    """Notes past MAX_NOTES and a field's characters past MAX_FIELD_CHARS are left out, with a
+    warning naming the file: each note is an index entry, a field a value a filter selects on."""
+    monkeypatch.setattr(notes, "MAX_NOTES", 3)
+    monkeypatch.setattr(notes, "MAX_FIELD_CHARS", 10)
+    rows = [{"id": f"N{n}", "text": f"note {n}", "machine": "T2-" + "0" * (20 if n == 1 else 1)} for n in range(5)]
+    if suffix == "csv":
+        data = ("id,text,machine\n" + "".join(f"{r['id']},{r['text']},{r['machine']}\n" for r in rows)).encode()
+    else:
+        data = "".join(json.dumps(row) + "\n" for row in rows).encode()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        extracted = extract(data, f"archive/s.records.{suffix}")
+    assert [block.citation for block in extracted.blocks] == ["N0", "N1", "N2"]
+    assert dict(extracted.blocks[1].fields)["machine"] == "T2-0000000"
+    line = 3 if suffix == "csv" else 2
+    assert [str(warning.message) for warning in caught] == [
+        f"archive/s.records.{suffix}: more than 3 notes; only the first 3 are indexed",
+        f"archive/s.records.{suffix}: the note on line {line}: its machine has 23 characters; the first 10 are kept",
+    ]

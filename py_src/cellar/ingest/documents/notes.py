@@ -21,7 +21,8 @@ import csv
 import io
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+import warnings
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from cellar.ingest.discovery import MAX_FILE_BYTES, FileRefused
@@ -31,6 +32,12 @@ from cellar.ingest.documents.blocks import Block, Extracted, joined, refuse_lone
 # be as long as its file (its text is cut where any document's is, with a warning).
 csv.field_size_limit(MAX_FILE_BYTES)
 
+# A records file's notes are index entries each, and a field a value a filter selects on: past
+# these, a file's notes and a field's characters are left out with a warning (a JSON Lines file
+# of 30 million lines had taken 2.4 GB to be refused, and a 10 MB field was searched with every
+# chunk of its note).
+MAX_NOTES = 200_000
+MAX_FIELD_CHARS = 500
 ID_COLUMNS = ("id", "note_id")
 TEXT_COLUMNS = ("text", "description", "remarks")
 YEAR = re.compile(r"(?:19|20)\d\d")
@@ -42,7 +49,7 @@ def records_from_csv(data: bytes, path: str) -> Extracted:
     try:
         reader = csv.DictReader(io.StringIO(text, newline=""))
         header = reader.fieldnames or []
-        rows = [(reader.line_num, row) for row in reader]
+        rows = [(reader.line_num, row) for row in _first_notes(reader, path)]
     except csv.Error as error:
         raise FileRefused(path, f"not a readable CSV file ({error})") from None
     return _notes(path, header, rows, "csv")
@@ -54,10 +61,13 @@ def records_from_jsonl(data: bytes, path: str) -> Extracted:
     header: dict[str, None] = {}
     # Lines end at "\n" alone (a "\r" before it dropped): JSON Lines' own rule. `splitlines`
     # also splits at U+2028, U+2029, U+0085 and others, which JSON allows unescaped in a string.
-    for number, line in enumerate(utf8_text(data, path).split("\n"), 1):
+    for number, line in enumerate(_lines(utf8_text(data, path)), 1):
         line = line.removesuffix("\r")
         if not line.strip():
             continue
+        if len(rows) == MAX_NOTES:
+            _warn(f"{path}: more than {MAX_NOTES:,} notes; only the first {MAX_NOTES:,} are indexed")
+            break
         try:
             row = json.loads(line)
         except ValueError as error:
@@ -70,6 +80,30 @@ def records_from_jsonl(data: bytes, path: str) -> Extracted:
         header.update(dict.fromkeys(row))
         rows.append((number, row))
     return _notes(path, list(header), rows, "jsonl")
+
+
+def _lines(text: str) -> Iterator[str]:
+    """`text`'s lines, one at a time (split at once, 30 million short lines took 2 GB)."""
+    start = 0
+    while start <= len(text):
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        yield text[start:end]
+        start = end + 1
+
+
+def _first_notes(rows: Iterator[Any], path: str) -> Iterator[Any]:
+    for number, row in enumerate(rows):
+        if number == MAX_NOTES:
+            _warn(f"{path}: more than {MAX_NOTES:,} notes; only the first {MAX_NOTES:,} are indexed")
+            return
+        yield row
+
+
+def _warn(message: str) -> None:
+    from cellar.ingest.notebook import NotebookWarning
+
+    warnings.warn(message, NotebookWarning, stacklevel=3)
 
 
 def _column(header: Iterable[str], names: tuple[str, ...]) -> str | None:
@@ -106,7 +140,7 @@ def _notes(path: str, header: Sequence[str], rows: Sequence[tuple[int, Mapping[s
         if text is not None and not isinstance(text, str):
             raise FileRefused(path, f"the note on line {line}: its {text_column} is not text but {_json_type(text)}")
         fields = {
-            key.strip().lower(): value
+            key.strip().lower(): _bounded(value, path, line, key)
             for key, raw in row.items()
             if isinstance(key, str) and key not in (id_column, text_column) and (value := _value(raw, path, line))
         }
@@ -129,6 +163,15 @@ def _value(raw: Any, path: str, line: int) -> str:
     if isinstance(raw, (list, dict)):
         raise FileRefused(path, f"the note on line {line} has a field that is {_json_type(raw)}, not a value")
     return (raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)).strip()
+
+
+def _bounded(value: str, path: str, line: int, key: str) -> str:
+    if len(value) <= MAX_FIELD_CHARS:
+        return value
+    _warn(
+        f"{path}: the note on line {line}: its {key.strip()} has {len(value):,} characters; the first {MAX_FIELD_CHARS} are kept"
+    )
+    return value[:MAX_FIELD_CHARS]
 
 
 def _json_type(value: Any) -> str:
