@@ -27,6 +27,7 @@ from cellar.ingest.documents.blocks import Extracted, Unit, assemble, first_head
 HEADING_STYLE = re.compile(r"heading (\d)", re.IGNORECASE)
 NUMBER_WRITTEN = re.compile(r"\d+(?:\.\d+)*\.?\s")
 PROLOG_BYTES = 4096  # where a part's DTD would be: before its root element
+MAX_PARAGRAPHS = 500_000  # a report of 1,000 pages has some 20,000
 
 
 def docx_document(data: bytes, path: str) -> Extracted:
@@ -88,6 +89,24 @@ def _check_package(data: bytes, path: str) -> None:
                 with package.open(name) as part:
                     if b"<!DOCTYPE" in part.read(PROLOG_BYTES):
                         raise FileRefused(path, f"a Word package whose {name} declares a DTD (entities), refused")
+        paragraphs = _paragraph_count(package)
+    if paragraphs > MAX_PARAGRAPHS:  # python-docx makes an object of each: 16 million took 195 s and 2 GB
+        raise FileRefused(path, f"a Word document of {paragraphs:,} paragraphs, over the limit of {MAX_PARAGRAPHS:,}")
+
+
+def _paragraph_count(package: zipfile.ZipFile) -> int:
+    """The paragraphs (`<w:p>` elements) of word/document.xml, counted as it is unpacked."""
+
+    def tags(text: bytes) -> int:
+        return text.count(b"<w:p>") + text.count(b"<w:p ") + text.count(b"<w:p/>")
+
+    count, tail = 0, b""
+    with package.open("word/document.xml") as part:
+        while chunk := part.read(1 << 20):
+            window = tail + chunk  # a tag cut by the last chunk's end is whole here
+            count += tags(window) - tags(tail)  # the tail's own were counted with the last chunk
+            tail = window[-5:]
+    return count
 
 
 def _table_rows(table: Any) -> list[str]:
