@@ -284,6 +284,10 @@ BILLION_LAUGHS = (
         ("r.docx", _zip_of("word/document.xml", b'<!DOCTYPE d [<!ENTITY x SYSTEM "file:///etc/passwd">]><d>&x;</d>'),
          "word/document.xml declares a DTD (entities), refused"),
         ("s.docx", _flagged_utf8_name(b"word/\xff.xml"), "a member's name is not UTF-8"),
+        ("t.clauses.xml", b"<clauses>" + b"<z/>" * 1_000_000 + b"</clauses>",
+         "a clause collection of up to 1,000,002 elements, over the limit of 1,000,000"),
+        ("u.clauses.json", b'{"articles": [' + b"{}," * 1_000_000 + b"{}]}",
+         "a clause collection of up to 1,000,003 objects and arrays, over the limit of 1,000,000"),
     ],
 )  # fmt: skip
 def test_malformed_files_are_refused_naming_the_file_and_the_problem(name, data, problem):

@@ -32,6 +32,9 @@ from cellar.ingest.discovery import FileRefused
 from cellar.ingest.documents.blocks import Block, Extracted, joined, refuse_lone_surrogates
 
 MAX_DEPTH = 12  # article nesting: deeper trees are refused, not recursed into
+# Elements (XML) or objects (JSON) a collection may hold, counted before it is parsed into a tree
+# of many times its size (80 MB of `<z/>` took 1.9 GB; a standard holds some thousands).
+MAX_NODES = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,7 @@ def clauses_from_xml(data: bytes, path: str) -> Extracted:
     import defusedxml
     from defusedxml.ElementTree import ParseError, fromstring
 
+    _refuse_past_nodes(data.count(b"<"), "elements", path)
     try:
         root = fromstring(data, forbid_dtd=False, forbid_entities=True, forbid_external=True)
     except defusedxml.DefusedXmlException as error:
@@ -68,6 +72,13 @@ def clauses_from_xml(data: bytes, path: str) -> Extracted:
         raise FileRefused(path, f"not a clause collection: no <article> under <{root.tag}>")
     clauses = tuple(_xml_clause(child, path, 1) for child in articles)
     return _extracted(clauses, root.get("designation"), root.get("title"), "xml")
+
+
+def _refuse_past_nodes(count: int, what: str, path: str) -> None:
+    """FileRefused when ``count``, an upper bound of a collection's nodes (its `<` or its `{` and
+    `[`, some in its text), passes MAX_NODES."""
+    if count > MAX_NODES:
+        raise FileRefused(path, f"a clause collection of up to {count:,} {what}, over the limit of {MAX_NODES:,}")
 
 
 def _words(text: str | None) -> str:
@@ -95,6 +106,7 @@ def _xml_clause(element: Any, path: str, depth: int) -> Clause:
 def clauses_from_json(data: bytes, path: str) -> Extracted:
     """The blocks of a JSON clause collection; FileRefused for anything else, naming the field
     of the wrong type (`articles[0].notes must be an array`)."""
+    _refuse_past_nodes(data.count(b"{") + data.count(b"["), "objects and arrays", path)
     try:
         source = data.decode("utf-8-sig")
         raw = json.loads(source)
