@@ -539,3 +539,14 @@ def test_a_records_file_past_its_limits_keeps_its_first_notes_and_cuts_long_fiel
         f"archive/s.records.{suffix}: more than 3 notes; only the first 3 are indexed",
         f"archive/s.records.{suffix}: the note on line {line}: its machine has 23 characters; the first 10 are kept",
     ]
+
+
+def test_a_file_nested_past_what_its_parser_checked_is_refused_naming_it(monkeypatch):
+    """A RecursionError in any parser is that file's problem, named, never the batch's."""
+
+    def too_deep(data, path):
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(notes, "records_from_jsonl", too_deep)
+    with pytest.raises(FileRefused, match="^archive/x.records.jsonl: nested too deeply to read$"):
+        extract(b"{}", "archive/x.records.jsonl")

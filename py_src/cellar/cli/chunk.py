@@ -76,8 +76,8 @@ def run(args: argparse.Namespace) -> int:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 chunked = chunk_file(path, root, rules)
-        except (ValueError, RecursionError) as error:  # NotebookError too: the message names the file
-            _report(str(error) if isinstance(error, ValueError) else f"{path}: nested too deeply to read", progress)
+        except ValueError as error:  # NotebookError too: the message names the file
+            _report(str(error), progress)
             rejected += 1
             continue
         for warning in caught:

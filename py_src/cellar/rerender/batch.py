@@ -179,15 +179,11 @@ class Worker:
                 self.served += 1
                 return reply
             except (ForgedReply, ValueError) as error:  # _result's: a result that is none
-                earlier = self.served
-                self._restart()  # whatever wrote it may write again
-                if earlier and not attempt:
+                if self._replaced(attempt):  # whatever wrote it may write again
                     continue
                 return {"cells": [], "stopped": f"{FORGED}: {error}; a fresh worker was started", "seconds": 0.0}
-            except TimeoutError:
-                earlier = self.served
-                self.host = self._start()  # run() closed the stuck process
-                if earlier and not attempt:
+            except TimeoutError:  # run() closed the stuck process
+                if self._replaced(attempt):
                     continue
                 return {
                     "cells": [],
@@ -206,9 +202,7 @@ class Worker:
                         "seconds": 0.0,
                     }
             except PyodideError as error:  # the sandbox itself failed, not a cell
-                earlier = self.served
-                self._restart()
-                if earlier and not attempt:
+                if self._replaced(attempt):
                     continue
                 last = str(error).strip().splitlines()[-1:] or ["unknown error"]
                 return {"cells": [], "stopped": f"the sandbox failed: {last[0]}", "seconds": 0.0}
@@ -217,6 +211,13 @@ class Worker:
     def _restart(self) -> None:
         self.host.close()
         self.host = self._start()
+
+    def _replaced(self, attempt: int) -> bool:
+        """Replace the worker; whether to run the notebook once more in the fresh one: on the
+        first attempt, when the worker had run others (what they left may be to blame)."""
+        earlier = self.served
+        self._restart()
+        return bool(earlier) and not attempt
 
     def close(self) -> None:
         self.host.close()

@@ -145,12 +145,12 @@ class Confinement:
             node = [node[0], *self.permission, *(f"--allow-fs-read={path}" for path in readable), *node[1:]]
         if not self.unshare:
             return node
-        node = [*self.setpriv, *node]
+        binary, node = node[0], [*self.setpriv, *node]
         if not self.new_root:
             return [*self.unshare, "--", *node]
         ROOT_MOUNT.mkdir(exist_ok=True)
         paths = [path for path in SYSTEM_PATHS if os.path.lexists(path)]
-        paths += [path.rstrip(os.sep) for path in [str(Path(node[len(self.setpriv)]).resolve()), *readable]]
+        paths += [path.rstrip(os.sep) for path in [str(Path(binary).resolve()), *readable]]
         return [
             *self.unshare,
             "--",

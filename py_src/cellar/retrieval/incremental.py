@@ -275,9 +275,6 @@ def prepare(
     except ValueError as error:  # NotebookError too: its message names the file
         part.error = str(error)
         return part
-    except RecursionError:  # a structure nested past what a reader checked: this file's problem alone
-        part.error = f"{task.path}: nested too deeply to read"
-        return part
     problems = [str(warning.message) for warning in caught] + part.problems
     if not chunked.chunks:
         return replace(part, problems=problems)

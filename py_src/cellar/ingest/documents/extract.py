@@ -80,4 +80,7 @@ def extract(data: bytes, path: str) -> Extracted:
     parser = parser_for(path)
     if parser is None:
         raise FileRefused(path, "not a document Cellar reads (suffixes: " + ", ".join(SUFFIXES) + ")")
-    return parser(data, path)
+    try:
+        return parser(data, path)
+    except RecursionError:  # a structure nested past what a parser checked: this file's problem alone
+        raise FileRefused(path, "nested too deeply to read") from None

@@ -61,13 +61,9 @@ def records_from_jsonl(data: bytes, path: str) -> Extracted:
     header: dict[str, None] = {}
     # Lines end at "\n" alone (a "\r" before it dropped): JSON Lines' own rule. `splitlines`
     # also splits at U+2028, U+2029, U+0085 and others, which JSON allows unescaped in a string.
-    for number, line in enumerate(_lines(utf8_text(data, path)), 1):
+    lines = ((number, line) for number, line in enumerate(_lines(utf8_text(data, path)), 1) if line.strip())
+    for number, line in _first_notes(lines, path):
         line = line.removesuffix("\r")
-        if not line.strip():
-            continue
-        if len(rows) == MAX_NOTES:
-            _warn(f"{path}: more than {MAX_NOTES:,} notes; only the first {MAX_NOTES:,} are indexed")
-            break
         try:
             row = json.loads(line)
         except ValueError as error:
@@ -93,6 +89,8 @@ def _lines(text: str) -> Iterator[str]:
 
 
 def _first_notes(rows: Iterator[Any], path: str) -> Iterator[Any]:
+    """The first MAX_NOTES of ``rows`` (a CSV's rows, a JSON Lines file's lines), taken one at a
+    time: what follows is never read, with a warning."""
     for number, row in enumerate(rows):
         if number == MAX_NOTES:
             _warn(f"{path}: more than {MAX_NOTES:,} notes; only the first {MAX_NOTES:,} are indexed")

@@ -64,26 +64,27 @@ def docx_document(data: bytes, path: str) -> Extracted:
 
 def _check_package(data: bytes, path: str) -> None:
     try:
-        with zipfile.ZipFile(io.BytesIO(data)) as package:
-            names = set(package.namelist())
-            unpacked = sum(member.file_size for member in package.infolist())
+        package = zipfile.ZipFile(io.BytesIO(data))
     except zipfile.BadZipFile:
         raise FileRefused(path, "not a Word document: a DOCX is a ZIP package and this is not one") from None
     except UnicodeDecodeError as error:  # a member's name flagged UTF-8 that is not
         raise FileRefused(path, f"not a readable Word package: a member's name is not UTF-8 ({error})") from None
-    # A ZIP bomb is refused before python-docx unpacks it: the limit of any archive file. (zipfile
-    # reads a member no further than its stated size, so the sizes stated bound the memory.)
-    if unpacked > MAX_FILE_BYTES:
-        raise FileRefused(
-            path, f"a Word package that unpacks to {unpacked:,} bytes, over the limit of {MAX_FILE_BYTES:,}"
-        )
-    if "word/document.xml" not in names:
-        raise FileRefused(
-            path, "not a Word document: a ZIP package without word/document.xml (another kind of file renamed .docx?)"
-        )
-    # Word writes no DTD; one declares entities, which python-docx's parser drops with the text
-    # around them (an entity that names a file is never read): refused, as a clause collection's is.
-    with zipfile.ZipFile(io.BytesIO(data)) as package:
+    with package:
+        names = set(package.namelist())
+        unpacked = sum(member.file_size for member in package.infolist())
+        # A ZIP bomb is refused before python-docx unpacks it: the limit of any archive file. (zipfile
+        # reads a member no further than its stated size, so the sizes stated bound the memory.)
+        if unpacked > MAX_FILE_BYTES:
+            raise FileRefused(
+                path, f"a Word package that unpacks to {unpacked:,} bytes, over the limit of {MAX_FILE_BYTES:,}"
+            )
+        if "word/document.xml" not in names:
+            raise FileRefused(
+                path,
+                "not a Word document: a ZIP package without word/document.xml (another kind of file renamed .docx?)",
+            )
+        # Word writes no DTD; one declares entities, which python-docx's parser drops with the text
+        # around them (an entity that names a file is never read): refused, as a clause collection's is.
         for name in sorted(names):
             if name.endswith((".xml", ".rels")):
                 with package.open(name) as part:
