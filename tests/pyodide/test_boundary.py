@@ -37,6 +37,7 @@ import pytest
 
 from cellar.rerender import batch
 from cellar.rerender.pyodide_host import confinement
+from cellar.rerender.report import MIN_MEMORY_MB
 
 PACKAGES = ["ipython", "matplotlib", "numpy", "pandas"]
 MAPPED = b"tank,volume_m3\nforepeak,412.1\n"
@@ -462,9 +463,9 @@ def worker(site, target) -> batch.Worker:
 
 
 def test_the_boundary_holds_on_this_machine():
-    """CI runs as root: both the permission model and the namespaces must be there."""
+    """CI runs as root: the permission model, the namespaces and the memory cap must be there."""
     held = confinement()
-    assert held.permission and held.unshare, held.describe()
+    assert held.permission and held.unshare and held.prlimit, held.describe()
 
 
 def test_a_mapped_file_still_reads(worker, target):
@@ -479,6 +480,42 @@ def test_a_hostile_notebook_does_not_escape(worker, target, probe):
     assert re.search(probe.expect, text), f"the probe's refusal ({probe.expect}) is not in its output: {text[:2000]}"
     if probe.ends_worker:
         assert result["stopped"] and re.search("exited|did not answer", result["stopped"]), result["stopped"]
+
+
+# A gibibyte taken, not only reserved (written to), from Python's heap and from JavaScript's: more
+# than a worker of MIN_MEMORY_MB has left once its packages are loaded.
+MEMORY_PROBES = [
+    Probe("python-memory", "block = bytearray(1 << 30)\nprint('python took', len(block) >> 20, 'MB')", "MemoryError"),
+    Probe(
+        "js-memory",
+        "block = js.Uint8Array.new(1 << 30)\nblock.fill(1)\nprint('javascript took', block.length >> 20, 'MB')",
+        "RangeError: Array buffer allocation failed",
+    ),
+]
+
+
+def test_a_notebook_cannot_take_more_memory_than_the_workers_cap(site, target, monkeypatch):
+    """rerender.json's `memory_mb` is enforced by the operating system (RLIMIT_DATA): past it an
+    allocation fails in the cell that asks, Python's and JavaScript's alike, and the worker goes
+    on. The control: the same notebooks in a worker without the cap take their gigabyte."""
+    runtime, wheels = batch.site_runtime(site)
+    capped = batch.Worker(runtime, wheels, PACKAGES, memory_mb=MIN_MEMORY_MB)
+    try:
+        for probe in MEMORY_PROBES:
+            text, result = run_probe(capped, target, probe)
+            assert re.search(probe.expect, text) and " took " not in text, text[:2000]
+            assert result["stopped"] is None
+    finally:
+        capped.close()
+    real = batch.PyodideHost
+    monkeypatch.setattr(batch, "PyodideHost", lambda *args, memory, **kwargs: real(*args, **kwargs))
+    uncapped = batch.Worker(runtime, wheels, PACKAGES, memory_mb=MIN_MEMORY_MB)
+    try:
+        for probe in MEMORY_PROBES:
+            text, _ = run_probe(uncapped, target, probe)
+            assert "took 1024 MB" in text, text[:2000]
+    finally:
+        uncapped.close()
 
 
 def test_the_probes_escape_an_unconfined_worker(site, target, monkeypatch):

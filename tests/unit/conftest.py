@@ -4,8 +4,8 @@
 `cellar.rerender.pyodide_host` (replies, runs no Python): every run comes back "not run by the
 stand-in"; a notebook whose code holds DIE_HERE ends the process, so the real host code has to
 notice the death; one that holds FORGE_HERE gets a reply that is no JSON text, MALFORMED_HERE a
-result that is no object, and FORGE_AHEAD writes replies for the ids that follow its own, as a
-notebook may; a `fail` file beside it makes it fail to start (a file, not a variable: the
+result that is no object, FORGE_AHEAD writes replies for the ids that follow its own, as a
+notebook may, and ENDLESS_LINE writes one line that never ends; a `fail` file beside it makes it fail to start (a file, not a variable: the
 worker's environment is scrubbed).
 """
 
@@ -39,6 +39,9 @@ for line in sys.stdin:
     if "FORGE_HERE" in request["code"]:  # a reply whose value is no JSON text
         reply({{"id": request["id"], "ok": True, "value": 5}})
         continue
+    if "ENDLESS_LINE" in request["code"]:  # until the host gives up on it and ends the process
+        while True:
+            sys.stdout.write("x" * (1 << 20))
     if "FORGE_AHEAD" in request["code"]:  # replies for the ids that would follow, on either side of its own
         forged = json.dumps(json.dumps({{"cells": [], "stopped": "FORGED", "seconds": 0.0}}))
         for guess in range(request["id"] + 1, request["id"] + 20):

@@ -232,6 +232,12 @@ def test_a_bad_rerender_json_is_named():
         Settings.from_json('{"cell_limit": 5}', "archive/rerender.json")
     with pytest.raises(ValueError, match="not a valid regex"):
         Settings.from_json('{"sanitizers": [["(", ""]]}')
+    for memory in ('"2G"', "512", "1.5e3", "true"):  # less than 1,024 MB leaves a notebook next to nothing
+        with pytest.raises(
+            ValueError, match=r"^archive/rerender.json: memory_mb is a whole number of MB, 1024 or more"
+        ):
+            Settings.from_json(f'{{"memory_mb": {memory}}}', "archive/rerender.json")
+    assert Settings.from_json('{"memory_mb": 4096}').memory_mb == 4096
 
 
 def test_a_notebook_newer_than_cellar_knows_keeps_its_version_and_cell_types():

@@ -78,3 +78,21 @@ def test_a_forged_or_malformed_reply_makes_its_notebook_stale_and_forges_nothing
     )
     assert [reasons[name] for name in ("b.ipynb", "c.ipynb", "e.ipynb")] == ["not run by the stand-in"] * 3
     assert report["worker_deaths"] == 0
+
+
+def test_a_line_without_end_is_cut_off_and_its_notebook_is_stale(tmp_path, stand_in_site):
+    """Code run in a worker can write to its stdout without end (or a notebook's outputs can run
+    to gigabytes): the host holds no more than MAX_REPLY of a line, ends that worker, and the
+    batch goes on in a fresh one."""
+    archive, out = tmp_path / "archive", tmp_path / "out"
+    archive.mkdir()
+    for name, source in {"a": "x = 1", "b": "ENDLESS_LINE = 1", "c": "y = 2"}.items():
+        (archive / f"{name}.ipynb").write_text(notebook(source))
+    status = main(["rerender", str(archive), "--out", str(out), "--site", str(stand_in_site), "--workers", "1"])
+    assert status == 0
+    reasons = {entry["path"]: entry["reason"] for entry in json.loads((out / "report.json").read_text())["notebooks"]}
+    assert reasons["b.ipynb"] == (
+        "the notebook's outputs are too large to read back (the worker wrote a line of more than 256 MB); "
+        "a fresh worker was started"
+    )
+    assert reasons["a.ipynb"] == reasons["c.ipynb"] == "not run by the stand-in"

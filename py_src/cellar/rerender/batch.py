@@ -23,7 +23,8 @@ Workers are this process's threads (one Node process each), or, with `scheduler=
 one warm worker across their tasks; reading, reuse and the report stay here either way.
 
 Optional `rerender.json` at the archive root: `{"cell_timeout": s, "notebook_timeout": s,
-"clock": "2024-01-01T00:00:00Z", "sanitizers": [["regex", "replacement"], ...]}`.
+"memory_mb": MB, "clock": "2024-01-01T00:00:00Z", "sanitizers": [["regex", "replacement"], ...]}`
+(`cellar.rerender.report.Settings`).
 """
 
 from __future__ import annotations
@@ -47,7 +48,14 @@ from cellar.ingest.notebook import NotebookError, read_notebook
 from cellar.ingest.provenance import revision
 from cellar.records import RERENDER_STATUSES, ReportEntry
 from cellar.rerender import environment, reuse, vfs
-from cellar.rerender.pyodide_host import ForgedReply, PyodideError, PyodideExited, PyodideHost, confinement
+from cellar.rerender.pyodide_host import (
+    ForgedReply,
+    OversizedReply,
+    PyodideError,
+    PyodideExited,
+    PyodideHost,
+    confinement,
+)
 from cellar.rerender.report import (
     REPORT_FILE,
     Settings,
@@ -62,6 +70,7 @@ DEFAULT_CACHE = Path(os.environ.get("CELLAR_CACHE") or Path.home() / ".cache" / 
 HOST_MARGIN = 30.0  # seconds past the notebook's limit before the host gives up on a worker
 WORKER_DIED = "the Pyodide worker died"  # how a notebook's stale reason starts when its worker died
 FORGED = "the worker's reply cannot be trusted"  # ... when its reply was not the sandbox's result
+TOO_LONG = "the notebook's outputs are too large to read back"  # ... when its reply passed MAX_REPLY
 
 
 class RerenderStopped(RuntimeError):
@@ -103,15 +112,23 @@ class Worker:
     in `cache` on the host, one zip per runtime and environment (`environment.fingerprint`): the
     first worker writes it, later ones start from it, seconds sooner. It is taken before any
     notebook runs in the worker, so no notebook can leave anything in it. `cache=None` keeps none.
+    `memory_mb`: what its Node process may take (rerender.json's `memory_mb`).
     """
 
     CACHE = DEFAULT_CACHE.parent / "worker-start"  # beside the wheel cache: $CELLAR_CACHE or ~/.cache/cellar
     START_FILES = "/tmp/cellar-start-files.zip"  # the zip's place in Pyodide's file system
 
     def __init__(
-        self, runtime: Path, wheels: list[str], packages: list[str], cache: Path | None = CACHE, isolate: bool = False
+        self,
+        runtime: Path,
+        wheels: list[str],
+        packages: list[str],
+        cache: Path | None = CACHE,
+        isolate: bool = False,
+        memory_mb: int = Settings.memory_mb,
     ) -> None:
         self.args = (runtime, wheels, packages)
+        self.memory = memory_mb * 2**20
         self.isolate = isolate  # a fresh process for every notebook: none sees what another left
         self.start_files = (
             None if cache is None else (cache / f"{environment.fingerprint(runtime, packages, wheels)}.zip")
@@ -129,6 +146,7 @@ class Worker:
             wheels=wheels,
             packages=packages,
             files={self.START_FILES: self.start_files} if kept and self.start_files else None,
+            memory=self.memory,
         )
         start_files = self.START_FILES if self.start_files else None
         host.run(f"import cellar.rerender.sandbox as sandbox; sandbox.prepare(start_files={start_files!r})")
@@ -162,7 +180,8 @@ class Worker:
         and counted in `deaths`. So is a run out of time in a worker that ran notebooks before it
         (an earlier notebook's timer may be what took the time): stopped only when a fresh worker
         takes as long. And so is a reply that is not the sandbox's result (FORGED: a notebook can
-        write reply lines, or patch the sandbox; `report.check_result`), and a failure of the
+        write reply lines, or patch the sandbox; `report.check_result`), one too long for the host
+        to read (outputs of hundreds of MB, or a line written without end), and a failure of the
         sandbox itself (a module an earlier notebook left in `sys.modules` may break its
         restoring): the worker is replaced either way, as nothing that ran in it is trusted."""
         if self.host.exit_code is not None or (self.isolate and self.served):  # ended, or used
@@ -178,10 +197,11 @@ class Worker:
                 self.sent.update(fresh)
                 self.served += 1
                 return reply
-            except (ForgedReply, ValueError) as error:  # _result's: a result that is none
+            except (ForgedReply, OversizedReply, ValueError) as error:  # ValueError: _result's, a result that is none
                 if self._replaced(attempt):  # whatever wrote it may write again
                     continue
-                return {"cells": [], "stopped": f"{FORGED}: {error}; a fresh worker was started", "seconds": 0.0}
+                what = f"{TOO_LONG} ({error})" if isinstance(error, OversizedReply) else f"{FORGED}: {error}"
+                return {"cells": [], "stopped": f"{what}; a fresh worker was started", "seconds": 0.0}
             except TimeoutError:  # run() closed the stuck process
                 if self._replaced(attempt):
                     continue
@@ -251,7 +271,13 @@ class RunContext:
     isolate: bool = False  # a fresh worker for every notebook (Worker)
 
     def worker(self) -> Worker:
-        return Worker(self.runtime, list(self.wheels), list(self.packages), isolate=self.isolate)
+        return Worker(
+            self.runtime,
+            list(self.wheels),
+            list(self.packages),
+            isolate=self.isolate,
+            memory_mb=self.settings.memory_mb,
+        )
 
 
 def rerun(
@@ -290,7 +316,7 @@ def rerun_task(item: tuple[str, bytes], context: RunContext) -> tuple[str, bytes
     """A Dask task: notebook `item` (archive path, bytes) run on this process's warm worker; with
     the seconds a worker took to start in this task and the worker deaths it saw."""
     relative, data = item
-    key = (context.runtime, context.wheels, context.packages, threading.get_ident())
+    key = (context.runtime, context.wheels, context.packages, context.settings.memory_mb, threading.get_ident())
     warm = key in _WARM
     worker = _WARM[key] if warm else _WARM.setdefault(key, context.worker())
     started, deaths = (worker.start_seconds if warm else 0.0), worker.deaths
@@ -366,7 +392,8 @@ def rerender(
     requirements = environment.read_requirements(requirements_file) if requirements_file.is_file() else []
     runtime, site_wheels = site_runtime(Path(site))
     env = environment.resolve_environment(requirements, runtime, Path(cache))
-    env_key = reuse.environment_key((Path(site) / "build.json").read_bytes(), env.to_dict(), settings.limits())
+    limits = {**settings.limits(), "memory_mb": settings.memory_mb}  # a notebook's outcome may depend on each
+    env_key = reuse.environment_key((Path(site) / "build.json").read_bytes(), env.to_dict(), limits)
     context = RunContext(
         runtime,
         (*site_wheels, *(wheel.path for wheel in env.wheels)),
@@ -505,7 +532,7 @@ def rerender(
         worker_starts,
         time.monotonic() - started,
         workers,
-        sandbox=confinement(shutil.which("node") or "node").to_dict(),
+        sandbox=confinement(shutil.which("node") or "node").to_dict(settings.memory_mb),
     )
     report["worker_deaths"] = sum(deaths)  # notebooks whose worker died: stale, reason WORKER_DIED
     report["keys"] = dict(sorted(keys.items()))

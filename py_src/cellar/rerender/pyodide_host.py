@@ -23,11 +23,15 @@ the default; see `confinement()`):
   neither; and a new PID namespace, in which no other process of the machine can be signalled.
 - Where `setpriv` is, Node starts there with no capability and none to gain back: as root in
   the namespaces it could otherwise change its user, mount, or leave the new root.
+- Where `prlimit` is, the process's memory is capped (`memory`: RLIMIT_DATA, which counts the
+  WebAssembly memory Pyodide grows into, the JavaScript heap and every ArrayBuffer): beyond it
+  an allocation fails (Python's MemoryError, JavaScript's RangeError) instead of taking the host's.
 - A scrubbed environment (no variable of the host's is passed on) and a session of its own.
 
 The code run can also write to the process's stdout, where replies come: a reply names its
 request by a random id, which code run for one request cannot know for the next, and a reply whose
-value is not JSON text raises ForgedReply.
+value is not JSON text raises ForgedReply. The host holds at most `max_reply` bytes of a line
+(OversizedReply beyond: code run in Pyodide can write without end).
 """
 
 from __future__ import annotations
@@ -52,6 +56,9 @@ from typing import Any
 
 SCRIPT = Path(__file__).with_name("pyodide_host.mjs")
 MARK = "\x1ecellar-host "
+# The longest reply line the host reads (a fresh notebook's outputs, as JSON in JSON): a notebook
+# that prints or plots without end must not fill the host's memory.
+MAX_REPLY = 256 * 2**20
 
 
 # The namespaces `unshare` makes, as root or else as an unprivileged user in a user namespace of
@@ -66,6 +73,9 @@ _AS_USER = ("--map-root-user",)
 # Run last, in the namespaces: Node starts with no capability, none to gain back (as root it could
 # otherwise mount, chroot out or change its user: a bug of Node's or V8's would give it all that).
 _NO_CAPABILITIES = ("--no-new-privs", "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--")
+# How a memory cap is tried at start (1 GiB: Node starts in far less). In bytes: util-linux reads
+# `1G` in prlimit as something else, and Node then dies at start (SIGSEGV).
+_TRIAL_MEMORY = 2**30
 # What the new root holds besides the paths Node may read: the programs and their libraries.
 SYSTEM_PATHS = ("/usr", "/bin", "/lib", "/lib64", "/sbin", "/dev/null", "/dev/zero", "/dev/random", "/dev/urandom")
 # The empty folder each worker's new root is mounted on, in its own mount namespace (so one
@@ -112,6 +122,10 @@ class ForgedReply(PyodideError):
     """The reply to a request is not one this host's script writes: code run in Pyodide wrote it."""
 
 
+class OversizedReply(PyodideError):
+    """A line on the process's stdout grew past the host's `max_reply`: the process was ended."""
+
+
 def _exit_status(code: int) -> str:
     if code < 0:
         try:
@@ -130,7 +144,8 @@ class Confinement:
     `new_root`: whether it runs chrooted into a root of its own (a mount namespace);
     `missing`: what does not hold on this machine and why, one sentence each;
     `setpriv`: the `setpriv` that drops every capability before Node starts, in the namespaces
-    (empty where there is none).
+    (empty where there is none);
+    `prlimit`: the `prlimit` that caps the memory of everything it starts (empty where there is none).
     """
 
     permission: tuple[str, ...]
@@ -138,9 +153,19 @@ class Confinement:
     new_root: bool
     missing: tuple[str, ...]
     setpriv: tuple[str, ...] = ()
+    prlimit: tuple[str, ...] = ()
 
-    def command(self, node: list[str], readable: list[str]) -> list[str]:
-        """`node` (a command line) confined, `readable` the host paths it may read."""
+    def command(self, node: list[str], readable: list[str], memory: int | None = None) -> list[str]:
+        """`node` (a command line) confined, `readable` the host paths it may read, its memory
+        capped at `memory` bytes where this machine can (none when None)."""
+        confined = self._confined(node, readable)
+        if memory is None or not self.prlimit:
+            return confined
+        # Outermost: the limit is inherited by all it starts, and, once the capabilities are
+        # dropped, Node cannot raise it again.
+        return [*self.prlimit, f"--data={memory}", "--", *confined]
+
+    def _confined(self, node: list[str], readable: list[str]) -> list[str]:
         if self.permission:
             node = [node[0], *self.permission, *(f"--allow-fs-read={path}" for path in readable), *node[1:]]
         if not self.unshare:
@@ -167,8 +192,8 @@ class Confinement:
     def namespaces(self) -> list[str]:
         return (["mount", "net", "pid"] if self.new_root else ["net", "pid"]) if self.unshare else []
 
-    def describe(self) -> str:
-        """One line for a report: which boundaries hold."""
+    def describe(self, memory_mb: int | None = None) -> str:
+        """One line for a report: which boundaries hold (`memory_mb`: the workers' memory cap)."""
         held = []
         if self.permission:
             held.append(
@@ -181,15 +206,18 @@ class Confinement:
                 + (", chrooted into a root of its own (no other file or Unix socket)" if self.new_root else "")
                 + (", no capabilities" if self.setpriv else "")
             )
+        if self.prlimit and memory_mb is not None:
+            held.append(f"{memory_mb:,} MB of memory per worker (RLIMIT_DATA: beyond it an allocation fails)")
         line = "sandbox boundary: " + (" + ".join(held) if held else "none below Python")
         return line + "".join(f"; NOT HELD: {reason}" for reason in self.missing)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, memory_mb: int | None = None) -> dict[str, Any]:
         return {
             "permission": list(self.permission),
             "namespaces": self.namespaces(),
+            "memory_mb": memory_mb if self.prlimit else None,
             "missing": list(self.missing),
-            "summary": self.describe(),
+            "summary": self.describe(memory_mb),
         }
 
 
@@ -206,8 +234,9 @@ def confinement(node: str = "node") -> Confinement:
 
     The permission model's flag is `--permission` from Node 22 on, `--experimental-permission`
     in Node 20 and 21; `unshare` needs root or unprivileged user namespaces, and the new root
-    `mount` and `chroot` in the namespace. Set CELLAR_NO_NAMESPACES=1 to go without namespaces
-    (to measure what the permission model alone holds).
+    `mount` and `chroot` in the namespace; `prlimit` (util-linux) any user. Set
+    CELLAR_NO_NAMESPACES=1 to go without namespaces (to measure what the permission model alone
+    holds).
     """
     node = shutil.which(node) or node
     missing = []
@@ -218,13 +247,23 @@ def confinement(node: str = "node") -> Confinement:
                 permission = (flag, *quiet)
     if not permission:
         missing.append(f"{node} has no permission model (Node 20 or later has): files are not confined")
-    trial = Confinement(permission, (), False, ())
+    prlimit = shutil.which("prlimit")
+    capped = (prlimit,) if prlimit and _works([prlimit, f"--data={_TRIAL_MEMORY}", "--", node, "-e", "0"]) else ()
+    if not capped:
+        missing.append("no `prlimit` here: a notebook can take as much of the host's memory as it likes")
+    namespaces = _namespaces(node, permission, missing)
+    return replace(namespaces, prlimit=capped, missing=tuple(missing))
+
+
+def _namespaces(node: str, permission: tuple[str, ...], missing: list[str]) -> Confinement:
+    """`confinement`'s namespaces, new root and capabilities: the first that works here, and
+    what does not added to `missing`."""
     if os.environ.get("CELLAR_NO_NAMESPACES"):
         missing.append("namespaces turned off (CELLAR_NO_NAMESPACES): the network and other processes are reachable")
-        return Confinement(permission, (), False, tuple(missing))
+        return Confinement(permission, (), False, ())
     if shutil.which("unshare") is None:
         missing.append("no `unshare` here: the network and other processes are reachable")
-        return Confinement(permission, (), False, tuple(missing))
+        return Confinement(permission, (), False, ())
     setpriv = shutil.which("setpriv")
     for new_root in (True, False):
         for user in ((), _AS_USER):
@@ -237,12 +276,12 @@ def confinement(node: str = "node") -> Confinement:
                 if dropped is trial or not _works(dropped.command([node, "-e", "0"], [])):
                     missing.append("no `setpriv` here: Node keeps the capabilities it starts with")
                     dropped = trial
-                return replace(dropped, missing=tuple(missing))
+                return dropped
     missing.append(
         "`unshare --net --pid` is not permitted here (no root, no user namespaces): "
         "the network and other processes are reachable"
     )
-    return Confinement(permission, (), False, tuple(missing))
+    return Confinement(permission, (), False, ())
 
 
 class PyodideHost:
@@ -252,6 +291,8 @@ class PyodideHost:
     `read`: host folders or files that trusted code (a test, a benchmark) mounts with Emscripten's
     NODEFS; the confined process may read them too. Never a notebook's: notebooks get their files
     through `files` or over stdin. `confine=False` starts Node without any of the confinement.
+    `memory`: the bytes the process may take (where `prlimit` is; None: no cap, for trusted code);
+    `max_reply`: the longest line of its stdout the host holds (OversizedReply beyond).
     """
 
     def __init__(
@@ -264,6 +305,8 @@ class PyodideHost:
         start_timeout: float = 180.0,
         confine: bool = True,
         read: Sequence[str | PathLike[str]] = (),
+        memory: int | None = None,
+        max_reply: int = MAX_REPLY,
     ) -> None:
         if shutil.which(node) is None:
             raise FileNotFoundError(f"{node}: Node.js is needed to run Pyodide outside a browser")
@@ -282,7 +325,7 @@ class PyodideHost:
         self.confinement = confinement(node) if confine else Confinement((), (), False, ("not confined",))
         readable = [options["runtime"] + os.sep, str(SCRIPT.resolve()), *options["wheels"], *options["files"].values()]
         readable += [str(Path(path).resolve()) + (os.sep if Path(path).is_dir() else "") for path in read]
-        command = self.confinement.command([node, str(SCRIPT.resolve()), json.dumps(options)], readable)
+        command = self.confinement.command([node, str(SCRIPT.resolve()), json.dumps(options)], readable, memory)
         started = time.perf_counter()
         self._process = subprocess.Popen(
             command,
@@ -299,6 +342,7 @@ class PyodideHost:
         self._closed = False
         self._received = bytearray()  # stdout as read, up to the line not yet complete
         self._scanned = 0  # how much of it holds no line end
+        self.max_reply = max_reply
         self._read_reply(0, start_timeout)
         self.start_seconds = time.perf_counter() - started
 
@@ -354,6 +398,9 @@ class PyodideHost:
                     if not message["ok"]:
                         raise PyodideError(message["error"])
                     return message["value"]
+                if len(self._received) > self.max_reply:  # what is left is one line, not yet ended
+                    self.close()
+                    raise OversizedReply(f"the worker wrote a line of more than {self.max_reply / 2**20:.3g} MB")
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0 or not selector.select(remaining):
                     self.close()

@@ -36,14 +36,23 @@ BADGES = ("same", "drifted", "failed", "not run")  # a code cell's verdict in th
 Run = Callable[[list[str]], dict[str, Any]]
 
 
+MIN_MEMORY_MB = 1024  # a worker with pandas and matplotlib loaded holds about 630 MB before any cell runs
+
+
 @dataclass(frozen=True)
 class Settings:
-    """How to re-render an archive: its limits, clock and sanitisers (from rerender.json)."""
+    """How to re-render an archive: its limits, clock and sanitisers (from rerender.json).
+
+    `memory_mb`: the memory one worker may take, Node, Pyodide, its packages and the notebook's
+    data together (a worker with pandas and matplotlib loaded holds about 630 MB before any cell
+    runs); beyond it an allocation fails in the cell that asks (MemoryError), and the host's
+    memory is safe (`pyodide_host.Confinement`)."""
 
     cell_timeout: float = 60.0
     notebook_timeout: float = 300.0
     clock: str | None = None
     sanitizers: tuple[tuple[str, str], ...] = ()
+    memory_mb: int = 2048
 
     @classmethod
     def load(cls, archive: Path) -> Settings:
@@ -59,6 +68,10 @@ class Settings:
         except (ValueError, TypeError, AttributeError, RecursionError) as error:  # RecursionError: nested too deeply
             raise ValueError(f"{source}: {error}") from None
         compare.compile_sanitizers(settings.sanitizers)  # fails early, naming a bad regex
+        if type(settings.memory_mb) is not int or settings.memory_mb < MIN_MEMORY_MB:
+            raise ValueError(
+                f"{source}: memory_mb is a whole number of MB, {MIN_MEMORY_MB} or more, not {settings.memory_mb!r}"
+            )
         return settings
 
     def limits(self) -> dict[str, Any]:
