@@ -280,6 +280,10 @@ BILLION_LAUGHS = (
         ("n.records.jsonl", b'{"id": "A", "text": true}\n', "its text is not text but a boolean"),
         ("o.records.csv", b"id,text\nA,x,lost\n", "the note on line 2 has more cells than the header has columns"),
         ("p.records.csv", b"id,text,Machine,machine \nA,x,T1,T2\n", "two columns are named 'machine'"),
+        # a quote left open: notes B and C would have been A's text
+        ("o2.records.csv", b'id,text\nA,"pump noisy\nB,seal leaks\nC,"valve" stuck\n',
+         "not a readable CSV file (the record that starts on line 2: ',' expected after '\"')"),
+        ("o3.records.csv", b'id,text\nA,x\nB,"never closed\nC,y\n', "not a readable CSV file (the record that starts on line 3: unexpected end of data)"),
         ("q.clauses.xml", b'<?xml version="1.0" encoding="UTF-7"?><clauses/>', "not readable XML"),
         ("r.docx", _zip_of("word/document.xml", b'<!DOCTYPE d [<!ENTITY x SYSTEM "file:///etc/passwd">]><d>&x;</d>'),
          "word/document.xml declares a DTD (entities), refused"),

@@ -44,14 +44,17 @@ YEAR = re.compile(r"(?:19|20)\d\d")
 
 
 def records_from_csv(data: bytes, path: str) -> Extracted:
-    """The notes of a CSV file with a header row."""
+    """The notes of a CSV file with a header row. Read strictly: a quote left open would make
+    one note of every line up to the next quote, losing those notes without a word."""
     text = utf8_text(data, path)
+    reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
     try:
-        reader = csv.DictReader(io.StringIO(text, newline=""))
         header = reader.fieldnames or []
         rows = [(reader.line_num, row) for row in _first_notes(reader, path)]
     except csv.Error as error:
-        raise FileRefused(path, f"not a readable CSV file ({error})") from None
+        # line_num counts the lines of the records read whole: the broken one starts on the next
+        where = f"the record that starts on line {reader.line_num + 1}"
+        raise FileRefused(path, f"not a readable CSV file ({where}: {error})") from None
     return _notes(path, header, rows, "csv")
 
 
