@@ -23,8 +23,11 @@ from cellar.retrieval.answer_cell import diverse, intent, naming_shares, order_h
         ("final RMSE of the tuned random forest on the test set", "value"),
         ("lightship weight of the harbour tug including margins", "value"),
         ("Overlevingskans van vrouwen in de eerste klas", "locate"),  # a compound the list lacks
-        # one that opens on a diagram, a law or a fit locates it, whatever numbers follow
-        ("T-xy diagram for water and ethanol at 1 bar", "locate"),
+        # one that opens on a diagram, a law or a fit locates it, whatever numbers follow, and
+        # one whose opening words name a figure asks for the figure
+        ("T-xy diagram for water and ethanol at 1 bar", "figure"),
+        ("where is the GZ curve plotted for the 16-008 stability check", "figure"),
+        ("validation curve of training and validation score versus polynomial degree", "figure"),
         ("Affiniteitswetten van de pomp bij 1700 rpm", "locate"),
         ("Waar staat de GZ-kromme van het vrachtschip uit 2016?", "locate"),
         ("how accurate are the k-means clusters on the digits", "locate"),  # k-means: no "means"
@@ -61,6 +64,18 @@ def test_a_second_output_of_a_kind_is_shown_when_it_scores_close():
     chunks = [(0, 1.0), (1, 0.95), (2, 0.9), (3, 0.5), (4, 0.4)]
     assert [row for row, _ in diverse(chunks, kinds)] == [0, 1, 2, 4, 3]
     assert [row for row, _ in diverse(chunks, kinds, seconds=())] == [0, 2, 4, 1, 3]
+
+
+def test_a_figure_question_opens_on_the_plot_of_the_cell_that_draws():
+    """The code that computes the curve matches best; a question that asks for the figure opens on
+    the plot of the cell below that draws it, a locate question on the computing code."""
+    example = records((0, "markdown", None), (1, "code", None), (1, "table", 0), (2, "code", None), (2, "plot", 0))
+    kinds = [KINDS.index(r["kind"]) for r in example]
+    chunks = [(1, 0.9), (2, 0.6), (3, 0.5), (4, 0.2)]
+    assert order_hits(chunks, example, 0, kinds, "locate")[0] == (1, 0.9)
+    assert order_hits(chunks, example, 0, kinds, "figure")[0] == (4, 0.2)
+    # a notebook that draws nothing: the question is a locate one
+    assert order_hits(chunks[:2], example[:3], 0, kinds, "figure")[0] == (1, 0.9)
 
 
 def test_a_value_question_passes_over_code_without_an_output():

@@ -18,7 +18,12 @@ shown, the hits are reordered by what the question asks for (``intent``):
   answer, and a code cell without one (imports, inputs) passes the markdown that introduced it on
   to the next, and a cell gains as its chunks hold the words the question opens on
   (``NAMING_WEIGHT``); the answer cell's output comes first (a table, a scalar, a printed stream:
-  the best scored, else the first). For a locate question the answer cell's code or plot comes first.
+  the best scored, else the first). For a locate question the answer cell's code or plot comes first;
+- ``figure``: a locate question whose opening words name a figure (`GZ curve plotted for the
+  stability check`, `T-xy diagram for water and ethanol`, `validation curve of ... versus degree`):
+  of the computing cells that draw a plot (all, when none does), the answer cell, its plot first.
+  A question that opens on another act is no figure question: `fitting IEC binned power curves`
+  asks for the fit, and the code that fits.
 
 The other hits of a value or locate question follow in ``diverse`` order: the best of each kind
 first, with a second code, table, scalar, stream or plot chunk when it scores close to that kind's
@@ -70,6 +75,11 @@ LOCATE_NOUNS = frozenset(
     "laws law rating calculation example model function class method code implementation derivation "
     "diagrammen grafiek figuur kromme krommen curves wetten berekening voorbeeld functie".split()
 )
+# The words that name a figure (among a locate question's opening words: a ``figure`` question).
+FIGURE_WORDS = frozenset(
+    "plot plots plotted plotting chart charts graph graphs figure figures curve curves histogram histograms "
+    "diagram diagrams grafiek grafieken figuur figuren kromme krommen geplot".split()
+)
 # Words that ask for an explanation, English and Dutch (a question that also names a number asks
 # for a value, whatever its first words).
 _EXPLAIN = re.compile(
@@ -84,19 +94,22 @@ _VALUE = re.compile(
 
 
 def intent(query: str) -> str:
-    """What the question asks for: ``value``, ``locate`` or ``explain`` (see the module docstring).
-    A question that opens on a diagram, a law or a fit (``head_words``) locates it whatever
-    numbers follow (`T-xy diagram for water and ethanol at 1 bar`); one without a number that
-    opens on a value's noun asks for that value (`final RMSE of the tuned forest`)."""
+    """What the question asks for: ``value``, ``locate``, ``figure`` or ``explain`` (see the module
+    docstring). A question that opens on a diagram, a law or a fit (``head_words``) locates it
+    whatever numbers follow (`T-xy diagram for water and ethanol at 1 bar`), and when those words
+    name a figure, the figure; one without a number that opens on a value's noun asks for that
+    value (`final RMSE of the tuned forest`)."""
     text = query.casefold()
     head = [part for word in head_words(text) for part in (word, *word.split("-"))]
     where = _WHERE.search(text) is not None
     place = where or any(_names_a_place(word) for word in head)
+    acts = bool(head) and head[0].endswith("ing") and head[0] not in FIGURE_WORDS  # fitting, solving
+    locate = "figure" if not acts and any(word in FIGURE_WORDS for word in head) else "locate"
     if _DIGIT.search(text) or _VALUE.search(text):
-        return "locate" if place else "value"
+        return locate if place else "value"
     if _EXPLAIN.search(text) and not where:
         return "explain"
-    return "value" if not place and any(_names_a_value(word) for word in head) else "locate"
+    return "value" if not place and any(_names_a_value(word) for word in head) else locate
 
 
 def head_words(text: str) -> list[str]:
@@ -168,8 +181,10 @@ def _answer_chunk(
             by_cell.setdefault(cell, []).append(i)
     # A value question's answer cell shows an output; a code cell without one (imports, inputs)
     # passes the markdown that introduced it on to the next code cell that has one.
+    # A figure question's, one that draws (when any cell does).
     outputs = {r["cell"] for r in records if r["kind"] in OUTPUT_KINDS}
-    answering = code_cells & outputs if asks == "value" else code_cells
+    plots = {r["cell"] for r in records if r["kind"] == "plot"}
+    answering = {"value": code_cells & outputs, "figure": code_cells & plots or code_cells}.get(asks, code_cells)
     best: tuple[float, int] | None = None
     bonus = NAMING_WEIGHT * max(scores.values(), default=0.0)
     previous = min(cells, default=0)  # the notebook's first cell introduces the whole notebook
@@ -183,7 +198,7 @@ def _answer_chunk(
             best = (own + intro, cell)
     if best is None:
         return None
-    wanted = OUTPUT_KINDS if asks == "value" else LOCATE_KINDS
+    wanted = {"value": OUTPUT_KINDS, "figure": ("plot",)}.get(asks, LOCATE_KINDS)
     chosen = max(by_cell[best[1]], key=lambda i: (records[i]["kind"] in wanted, scores.get(start + i, 0.0), -i))
     return (start + chosen, scores.get(start + chosen, 0.0))
 
