@@ -92,6 +92,13 @@ PAYLOADS = [
     "<div data-x=1 ondrag=__hit(57) draggable=true>drag</div>",
     "<svg><a href='http://evil.test/svg-link'><circle r=5 /></a></svg>",
     "<p><isindex action='http://evil.test/isindex'></p>",
+    # CSS functions that fetch a string they are given, in SVG presentation attributes
+    "<svg width=9 height=9><rect width=9 height=9 mask=\"image-set('http://evil.test/image-set.png' 1x)\" /></svg>",
+    "<svg width=9 height=9><rect width=9 height=9 fill=\"-webkit-image-set('http://evil.test/webkit.png' 1x)\" /></svg>",
+    # drawn above the page, dressed in its styles, or working its buttons and its downloads
+    "<dialog open class='warning problem'>Session expired: <a href='http://evil.test/login'>sign in</a></dialog>",
+    "<p class='status status-clean'>a fake status</p><label for='rerender'>press the viewer's button</label>",
+    "<a download='report.pdf.exe' href='archive/pathmap.json'>a download named by the notebook</a>",
 ]
 # Markdown of its own (the cells also get each HTML payload as markdown).
 MARKDOWN_PAYLOADS = [
@@ -174,7 +181,7 @@ def notebook(path_title: str) -> dict:
                         "text/html": '<table class="dataframe"><thead><tr><th>hostile</th><th>payload</th></tr></thead><tbody>'
                         "<tr><td>&lt;img src=x onerror=__hit(301)&gt;</td><td>&lt;script&gt;__hit(301)"
                         "&lt;/script&gt;</td></tr><tr><td>2</td><td>&lt;img src=http://evil.test/t.png&gt;"
-                        "</td></tr></tbody></table>",
+                        "</td></tr><tr><td>3</td><td>[a link](http://evil.test/table-link)</td></tr></tbody></table>",
                         "text/plain": "table",
                     },
                 },
@@ -351,20 +358,24 @@ CONTENT_CHECK = """(selector) => {
   const boxes = [...document.querySelectorAll(selector)];
   const all = boxes.flatMap((box) => [...box.querySelectorAll("*")]);
   const forbidden = "script, iframe, frame, object, embed, form, input, button, textarea, select, option, "
-    + "style, link, meta, base, video, audio, source, track, picture, portal, image, use, feimage, foreignobject";
+    + "style, link, meta, base, video, audio, source, track, picture, portal, image, use, feimage, foreignobject, dialog";
   const problems = [];
   for (const box of boxes) box.querySelectorAll(forbidden).forEach((n) => problems.push(`element ${n.localName}`));
   for (const node of all) {
     for (const attr of node.attributes) {
       const value = attr.value.replace(/[\\s\\u0000-\\u001f]/g, "").toLowerCase();
       if (attr.name.startsWith("on")) problems.push(`handler ${attr.name} on ${node.localName}`);
-      if (["style", "srcset", "poster", "background", "ping", "action", "formaction"].includes(attr.name))
+      if (["style", "srcset", "poster", "background", "ping", "action", "formaction", "for", "download",
+           "popovertarget", "commandfor"].includes(attr.name))
+        problems.push(`attribute ${attr.name} on ${node.localName}`);
+      if (attr.name === "class" && !(node.localName === "code" && /^language-[\\w+-]+$/.test(attr.value)))
         problems.push(`attribute ${attr.name} on ${node.localName}`);
       if (value.startsWith("javascript:") || value.startsWith("data:text")) problems.push(`${attr.name}=${attr.value}`);
       if ((attr.name === "id" || attr.name === "name") && !attr.value.startsWith("user-content-"))
         problems.push(`${attr.name}=${attr.value} on ${node.localName}`);
       if (attr.name === "src" && !value.startsWith("data:image/")) problems.push(`src=${attr.value}`);
       if (/url\\(/.test(value) && !/url\\(['"]?#/.test(value)) problems.push(`${attr.name}=${attr.value}`);
+      if (/image-set\\(/.test(value)) problems.push(`${attr.name}=${attr.value}`);
       if (["href", "xlink:href"].includes(attr.name) && !["a", "area"].includes(node.localName) && !value.startsWith("#"))
         problems.push(`${attr.name}=${attr.value} on ${node.localName}`);
     }
@@ -458,6 +469,9 @@ def test_the_search_page_shows_hostile_hits_and_runs_and_fetches_nothing(watch, 
     page.locator("#kind-table").check()
     expect(page.locator(".table-hit table").first).to_be_visible()
     expect(page.locator(".table-hit table").first).to_contain_text("<img src=x onerror=__hit(301)>")
+    # and a link written in a cell is its text, no link
+    expect(page.locator(".table-hit table").first).to_contain_text("[a link](http://evil.test/table-link)")
+    assert page.locator(".table-hit table a").count() == 0
     page.locator("details.neighbourhood summary").first.click()
     seen.settle()
     seen.assert_held()

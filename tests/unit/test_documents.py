@@ -280,6 +280,8 @@ BILLION_LAUGHS = (
         ("n.records.jsonl", b'{"id": "A", "text": true}\n', "its text is not text but a boolean"),
         ("o.records.csv", b"id,text\nA,x,lost\n", "the note on line 2 has more cells than the header has columns"),
         ("p.records.csv", b"id,text,Machine,machine \nA,x,T1,T2\n", "two columns are named 'machine'"),
+        ("p2.records.csv", b"id,,text\nA,x,y\n", "the note on line 2 has a value in a column without a name"),
+        ("p3.records.jsonl", b'{"id": "A", "text": "x", " ": "T1"}\n', "the note on line 1 has a value in a column without a name"),
         # a quote left open: notes B and C would have been A's text
         ("o2.records.csv", b'id,text\nA,"pump noisy\nB,seal leaks\nC,"valve" stuck\n',
          "not a readable CSV file (the record that starts on line 2: ',' expected after '\"')"),
@@ -419,6 +421,13 @@ def test_a_records_line_with_unicode_line_separators_in_a_string_is_one_note():
     data = (json.dumps({"id": "A", "text": text}, ensure_ascii=False) + "\r\n" + '{"id": "B", "text": "x"}').encode()
     doc = extract(data, "n.records.jsonl")
     assert quotes(doc) == [text, "x"] and [block.citation for block in doc.blocks] == ["A", "B"]
+
+
+def test_a_records_csv_with_a_trailing_comma_reads_its_empty_column_as_nothing():
+    """A spreadsheet's export often ends every line with a comma: a column without a name and
+    without a value is no field (one with a value is refused: a filter could not name it)."""
+    doc = extract(b"id,text,machine,\nA,seal replaced,T2,\nB,bearing noise,T1,\n", "n.records.csv")
+    assert [block.fields for block in doc.blocks] == [{"machine": "T2"}, {"machine": "T1"}]
 
 
 def test_a_records_csv_with_one_very_long_note_keeps_all_its_notes():

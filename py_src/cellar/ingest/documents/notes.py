@@ -145,6 +145,8 @@ def _notes(path: str, header: Sequence[str], rows: Sequence[tuple[int, Mapping[s
             for key, raw in row.items()
             if isinstance(key, str) and key not in (id_column, text_column) and (value := _value(raw, path, line))
         }
+        if "" in fields:  # a filter has no name to show it by (an empty column of a trailing comma is fine)
+            raise FileRefused(path, f"the note on line {line} has a value in a column without a name")
         notes.append((note_id, (text or "").strip(), fields))
     if not notes:
         raise FileRefused(path, "a records file without any note")
