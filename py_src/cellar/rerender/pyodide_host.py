@@ -250,7 +250,9 @@ def confinement(node: str = "node") -> Confinement:
     prlimit = shutil.which("prlimit")
     capped = (prlimit,) if prlimit and _works([prlimit, f"--data={_TRIAL_MEMORY}", "--", node, "-e", "0"]) else ()
     if not capped:
-        missing.append("no `prlimit` here: a notebook can take as much of the host's memory as it likes")
+        missing.append(
+            "no `prlimit` here (or Node fails under it): a notebook can take as much of the host's memory as it likes"
+        )
     namespaces = _namespaces(node, permission, missing)
     return replace(namespaces, prlimit=capped, missing=tuple(missing))
 
