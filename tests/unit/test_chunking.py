@@ -346,7 +346,7 @@ def test_notebook_metadata_and_rules_reach_every_chunk():
         ([{"meta": {}}], r"rule 0: must be an object with a \"pattern\" string"),
         ([{"pattern": "("}], "rule 0: bad pattern"),
         ([{"pattern": "(?P<decade>x)"}], "rule 0: group 'decade' is not one of"),
-        ([{"pattern": "x", "meta": {"year": "2015"}}], r"rule 0\.meta\.year must be an integer"),
+        ([{"pattern": "x", "meta": {"year": "2015"}}], r"rule 0\.meta\.year must be a year \(1 to 9999\)"),
         ([{"pattern": "x", "extra": 1}], "rule 0: unknown key"),
     ],
 )

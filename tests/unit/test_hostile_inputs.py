@@ -221,6 +221,80 @@ def test_a_text_past_the_limit_is_cut_with_a_warning(archive, monkeypatch):
     assert split == [1000]
 
 
+def _output_cell(*outputs: dict) -> dict:
+    return {"cell_type": "code", "metadata": {}, "source": "show()", "outputs": list(outputs), "execution_count": 1}
+
+
+def _html(html: str) -> dict:
+    return {"output_type": "display_data", "metadata": {}, "data": {"text/html": html}}
+
+
+def test_outputs_that_cost_quadratic_time_or_gigabytes_are_read_in_linear_time(archive):
+    """Found by an audit: each of these took minutes to hours (or 2.5 GB for a 1 KB table) before;
+    each notebook is read whole now, its markdown cell with it."""
+    spans = '<td colspan="1000" rowspan="1000">x</td>' * 16
+    cells = {
+        "blank-line": _output_cell({"output_type": "stream", "name": "stdout", "text": "x\n" + " " * 1_000_000}),
+        "carriage-return": {"cell_type": "markdown", "metadata": {}, "source": "a" * 1_000_000 + "\r\nb"},
+        "open-tables": _output_cell(_html("<table" * 200_000), _html('<table class="' * 100_000)),
+        "spans": _output_cell(
+            _html(
+                f'<table class="dataframe"><thead><tr><th>a</th></tr></thead><tbody><tr><th>i</th>{spans}</tr></tbody></table>'
+            )
+        ),
+        "labels": {**_output_cell(), "source": "".join(f"plt.title('t{i}')\n" for i in range(30_000))},
+    }
+    for name, cell in cells.items():
+        nb = notebook()
+        nb["cells"] = [{"cell_type": "markdown", "metadata": {}, "source": "# Ballast pump report"}, cell]
+        (archive / f"{name}.ipynb").write_text(json.dumps(nb))
+        with deadline(60):
+            chunked = chunk_file(archive / f"{name}.ipynb", archive)
+        assert any(chunk.cell == 0 for chunk in chunked.chunks), name
+
+
+@pytest.mark.parametrize(
+    "html",
+    [
+        '<table class="dataframe"><tr><th>a</th></tr><tr><td>1</td></tr></table><p>'
+        + "9" * 5000
+        + " rows × 3 columns</p>",
+        '<table class="dataframe"><tr><th>a</th></tr><tr><td colspan="²">1</td></tr></table>',
+        '<table class="dataframe"><tr><th>a</th></tr><tr><td rowspan="' + "9" * 5000 + '">1</td></tr></table>',
+    ],
+    ids=["footer-of-5000-digits", "superscript-span", "span-of-5000-digits"],
+)
+def test_a_table_with_counts_no_int_can_read_is_read_not_refused(archive, html):
+    """int() refuses 4,300 digits and `²` (which str.isdigit takes): such a count had rejected
+    the whole notebook, with a message that did not name it."""
+    nb = notebook()
+    nb["cells"] = [{"cell_type": "markdown", "metadata": {}, "source": "# Ballast"}, _output_cell(_html(html))]
+    (archive / "t.ipynb").write_text(json.dumps(nb))
+    assert any(chunk.cell == 0 for chunk in chunk_file(archive / "t.ipynb", archive).chunks)
+
+
+def test_a_year_no_index_column_holds_is_refused_naming_the_notebook(archive):
+    """Every notebook with a year: the index keeps them as 64-bit integers, and a year of 10**30
+    had stopped the whole build, writing nothing."""
+    for name, year in (("a.ipynb", 10**30), ("b.ipynb", 2020)):
+        nb = notebook()
+        nb["metadata"] = {"cellar": {"year": year}}
+        (archive / name).write_text(json.dumps(nb))
+    (archive / "good.ipynb").unlink()
+    built = build_index_from_directory(archive, load_model(default_model_dir()))
+    assert [nb["path"] for nb in built.index.notebooks] == ["b.ipynb"]
+    assert built.problems == [f"a.ipynb: metadata.cellar.year must be a year (1 to 9999), not {10**30}"]
+
+
+def test_a_problem_raised_deep_in_a_reader_names_the_file(archive, monkeypatch, capsys):
+    def broken(*args, **kwargs):
+        raise ValueError("a parser's own words")
+
+    monkeypatch.setattr(chunking, "chunk_notebook", broken)
+    assert main(["chunk", str(archive / "good.ipynb")]) == 1
+    assert "good.ipynb: a parser's own words" in capsys.readouterr().err
+
+
 def hostile_archive(archive: Path) -> set[str]:
     """Every hazard at once beside good.ipynb; returns the names that must be reported."""
     os.mkfifo(archive / "fifo.ipynb")

@@ -22,8 +22,8 @@ from collections import Counter
 
 from cellar.cli.files import json_file
 from cellar.cli.progress import shown
-from cellar.ingest.chunking import chunk_file, coverage
-from cellar.ingest.discovery import find_documents
+from cellar.ingest.chunking import chunk_file, coverage, naming
+from cellar.ingest.discovery import find_documents, printable, relative_path
 from cellar.ingest.metadata import parse_rules
 from cellar.ingest.windows import Coverage, combine
 from cellar.records import KINDS
@@ -76,8 +76,8 @@ def run(args: argparse.Namespace) -> int:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 chunked = chunk_file(path, root, rules)
-        except ValueError as error:  # NotebookError too: the message names the file
-            _report(str(error), progress)
+        except ValueError as error:  # NotebookError too
+            _report(naming(printable(relative_path(path, root)), error), progress)
             rejected += 1
             continue
         for warning in caught:

@@ -144,6 +144,13 @@ def _block(maker: ChunkMaker, text: str, block: Block, place: str, designation: 
         maker.add(kind, text, start, end, f"{prefix}\n{body}" if prefix else body, place=place, **facts)
 
 
+def naming(path: str, error: ValueError) -> str:
+    """A file's problem as `path: problem`: a reader's own ValueError (NotebookError, FileRefused)
+    names the file already; one raised deeper, by a parser or int(), does not."""
+    message = str(error)
+    return message if message.startswith(f"{path}: ") else f"{path}: {message}"
+
+
 def chunk_file(file_path: str | os.PathLike[str], root: str | os.PathLike[str],
                rules: Sequence[Rule] = ()) -> Chunked:  # fmt: skip
     """Read and chunk one file (a notebook, else a plain document) whose record path is relative

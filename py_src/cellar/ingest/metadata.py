@@ -17,7 +17,8 @@ from cellar.ingest.notebook import NotebookError
 META_FIELDS = {
     "project": ("a string", lambda value: isinstance(value, str)),
     "author": ("a string", lambda value: isinstance(value, str)),
-    "year": ("an integer", lambda value: isinstance(value, int) and not isinstance(value, bool)),
+    # a year, not any integer: the index keeps years in a 64-bit column (10**30 stopped a whole build)
+    "year": ("a year (1 to 9999)", lambda value: type(value) is int and 1 <= value <= 9999),
     "vessel_class": ("a string", lambda value: isinstance(value, str)),
     "tags": (
         "an array of strings",
@@ -73,10 +74,10 @@ def document_meta(path: str, metadata: Mapping[str, Any], rules: Sequence[Rule] 
         if match:
             groups = {key: value for key, value in match.groupdict().items() if value is not None}
             if "year" in groups:
-                if not groups["year"].isdigit():
-                    year = groups["year"]
-                    raise ValueError(f"{path}: the year {year!r} that a rule matched is not a number")
-                groups["year"] = int(groups["year"])
+                year = groups["year"]
+                if not (re.fullmatch(r"[0-9]{1,4}", year) and META_FIELDS["year"][1](int(year))):
+                    raise ValueError(f"{path}: the year {year!r} that a rule matched is not a year (1 to 9999)")
+                groups["year"] = int(year)
             meta = _merged(meta, {**rule.meta, **groups})
     own = metadata.get("cellar")
     if own is not None:

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from typing import TYPE_CHECKING, Any, Literal
 
+from cellar.ingest.documents.markup import open_brackets_as_text
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -54,8 +56,12 @@ class Table:
 # tables, lays out colspan/rowspan on a grid and reads pandas' header conventions from there.
 # --------------------------------------------------------------------------------------------
 
-_SHAPE_FOOTER = re.compile(r"(\d+)\s+rows\s*[×x]\s*(\d+)\s+columns")
+# ASCII digits, a count's worth: `\d` takes any script's digits, and int() refuses a string of
+# 4,300 of them (a notebook's footer of 5,000 nines had rejected the whole notebook).
+_SHAPE_FOOTER = re.compile(r"(?<![0-9])([0-9]{1,15})\s+rows\s*[×x]\s*([0-9]{1,15})\s+columns")
+_COUNT = re.compile(r"[0-9]{1,9}")
 _MAX_SPAN = 1000  # bounds a malformed colspan/rowspan; pandas never writes more than a page
+MAX_SLOTS = 1_000_000  # a table's slots, its spans counted: a DataFrame's repr shows 60 rows by 20 columns
 
 
 @dataclass
@@ -80,7 +86,7 @@ class _RawTable:
 
 def _span(attrs: dict[str, str | None], name: str) -> int:
     value = attrs.get(name) or "1"
-    return min(int(value), _MAX_SPAN) if value.isdigit() and int(value) > 0 else 1
+    return min(int(value), _MAX_SPAN) if _COUNT.fullmatch(value) and int(value) > 0 else 1  # not `²`
 
 
 class _TableReader(HTMLParser):
@@ -134,10 +140,13 @@ class _TableReader(HTMLParser):
             self._cell.parts.append(data)
 
 
-def _grid(rows: list[list[_Cell]]) -> list[list[_Cell]]:
-    """Lay rows out on a grid: a cell fills every slot its colspan and rowspan cover."""
+def _grid(rows: list[list[_Cell]]) -> list[list[_Cell]] | None:
+    """Lay rows out on a grid: a cell fills every slot its colspan and rowspan cover, a rowspan
+    no further than the rows there are. None past MAX_SLOTS slots: sixteen cells spanning 1,000
+    by 1,000 in a 1 KB output had taken 2.5 GB."""
     grid: list[list[_Cell]] = []
     carried: dict[tuple[int, int], _Cell] = {}  # slots filled from a rowspan above
+    slots = 0
     for r, row in enumerate(rows):
         out: list[_Cell] = []
         for cell in [*row, None]:
@@ -145,8 +154,12 @@ def _grid(rows: list[list[_Cell]]) -> list[list[_Cell]]:
                 out.append(carried.pop((r, len(out))))
             if cell is None:
                 break
+            down = min(cell.rowspan, len(rows) - r)
+            slots += cell.colspan * down
+            if slots > MAX_SLOTS:
+                return None
             for _ in range(cell.colspan):
-                for below in range(1, cell.rowspan):
+                for below in range(1, down):
                     carried[(r + below, len(out))] = cell
                 out.append(cell)
         grid.append(out)
@@ -163,7 +176,7 @@ def parse_html_table(html: str) -> Table | None:
     header row and data cells is read the same way (pandas Styler output, hand-made tables).
     """
     reader = _TableReader()
-    reader.feed(html)
+    reader.feed(open_brackets_as_text(html))  # linear time on markup that never closes
     reader.close()
     marked = [table for table in reader.tables if "dataframe" in table.classes]
     for raw in marked or reader.tables:
@@ -182,10 +195,12 @@ def _table_from_html(raw: _RawTable, require_header: bool) -> Table | None:
     if not head_rows:  # no <thead>: leading rows made only of <th> are the header
         while body_rows and all(cell.tag == "th" for cell in body_rows[0]):
             head_rows.append(body_rows.pop(0))
-    body = _grid(body_rows)
+    body, head_grid = _grid(body_rows), _grid(head_rows)
+    if body is None or head_grid is None:  # too large to lay out: the output is read as text
+        return None
     if require_header and not (head_rows and any(c.tag == "td" for row in body for c in row)):
         return None
-    head = [[cell.text for cell in row] for row in _grid(head_rows)]
+    head = [[cell.text for cell in row] for row in head_grid]
     if body:  # the index: the <th> cells that start a body row
         n_index = next((i for i, cell in enumerate(body[0]) if cell.tag != "th"), len(body[0]))
     else:  # an empty frame: the header cells left blank above the (absent) index

@@ -23,9 +23,10 @@ from cellar.ingest.tables import ELLIPSIS, INT, Table, build_frame
 # a header label is joined to its right.
 # --------------------------------------------------------------------------------------------
 
-_FRAME_FOOTER = re.compile(r"\[(\d+) rows x (\d+) columns\]")
+# (ASCII digits, a count's worth: see tables._SHAPE_FOOTER)
+_FRAME_FOOTER = re.compile(r"\[([0-9]{1,15}) rows x ([0-9]{1,15}) columns\]")
 _SERIES_FOOTER = re.compile(r"(?:(?:Freq|Name|Length): .*, )?dtype: (\S.*)")
-_SERIES_LENGTH = re.compile(r"(?:^|, )Length: (\d+), ")
+_SERIES_LENGTH = re.compile(r"(?:^|, )Length: ([0-9]{1,15}), ")
 _SERIES_NAME = re.compile(r"(?:^|, )Name: (.*?), (?:Length: \d+, )?dtype: ")
 _NUMERIC_DTYPE = re.compile(r"(?:u?int|float|complex|bool|Int|UInt|Float)\d*|boolean")
 _MAX_HEADER_LINES = 6

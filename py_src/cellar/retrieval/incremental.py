@@ -272,8 +272,10 @@ def prepare(
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             chunked = _chunk(task, rules, part)
-    except ValueError as error:  # NotebookError too: its message names the file
-        part.error = str(error)
+    except ValueError as error:  # NotebookError too
+        from cellar.ingest.chunking import naming
+
+        part.error = naming(task.path, error)
         return part
     problems = [str(warning.message) for warning in caught] + part.problems
     if not chunked.chunks:

@@ -204,15 +204,16 @@ class _Extractor(HTMLParser):
 def html_units(data: str) -> tuple[str, list[Unit]]:
     """The extracted text of an HTML page and its units."""
     extractor = _Extractor()
-    extractor.feed(_open_brackets_as_text(data))
+    extractor.feed(open_brackets_as_text(data))
     extractor.close()
     extractor.close_block()
     return "".join(extractor.parts), extractor.units
 
 
-def _open_brackets_as_text(data: str) -> str:
+def open_brackets_as_text(data: str) -> str:
     """`data` with each `<` after its last `>` written `&lt;`: nothing can close there, and
-    html.parser would try each one against all the text after it (see the module docstring)."""
+    html.parser would try each one against all the text after it (see the module docstring).
+    Notebook outputs' HTML is fed the same way (cellar.ingest.outputs, cellar.ingest.tables)."""
     last = data.rfind(">")
     tail = data[last + 1 :]
     return data if "<" not in tail else data[: last + 1] + tail.replace("<", "&lt;")
