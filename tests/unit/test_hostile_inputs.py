@@ -243,6 +243,7 @@ def test_outputs_that_cost_quadratic_time_or_gigabytes_are_read_in_linear_time(a
             )
         ),
         "labels": {**_output_cell(), "source": "".join(f"plt.title('t{i}')\n" for i in range(30_000))},
+        "one-line": {**_output_cell(), "source": "x_" * 900_000},
     }
     for name, cell in cells.items():
         nb = notebook()

@@ -81,7 +81,7 @@ def code_facts(source: str, labels: bool = True) -> CodeFacts:
     _collect(tree.body, source, starts, defines, imports)
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
-        last = _segment(source, python, tree.body[-1])
+        last = _segment(source, python, starts, tree.body[-1])
     found, lines = _plot_labels(tree) if labels else ({}, [])
     span = (starts[min(lines) - 1], _line_end(source, starts, max(lines))) if lines else None
     return CodeFacts(tuple(defines), tuple(imports), last, found, span)
@@ -160,11 +160,21 @@ def _target_names(target: ast.expr) -> list[str]:
     return []
 
 
-def _segment(source: str, python: str, node: ast.stmt) -> str | None:
-    """Source text of `node`; for a blanked magic line, the original line."""
-    segment = ast.get_source_segment(python, node)
-    if segment is None:
+def _segment(source: str, python: str, starts: list[int], node: ast.stmt) -> str | None:
+    """Source text of `node`; for a blanked magic line, the original line. (What
+    ast.get_source_segment gives, from the line starts known already: it splits the source
+    character by character, quadratic on one long line: a cell of 2,000,000 characters on one
+    line took minutes.) The blanked text keeps the source's lines and lengths, so `starts` serve
+    both; the columns count UTF-8 bytes."""
+    if node.end_lineno is None or node.end_col_offset is None:
         return None
+    first = python[starts[node.lineno - 1] : starts[node.lineno]].encode()
+    if node.lineno == node.end_lineno:
+        segment = first[node.col_offset : node.end_col_offset].decode()
+    else:
+        last = python[starts[node.end_lineno - 1] : starts[node.end_lineno]].encode()
+        middle = python[starts[node.lineno] : starts[node.end_lineno - 1]]
+        segment = first[node.col_offset :].decode() + middle + last[: node.end_col_offset].decode()
     if python is not source:
         lines = LINE.findall(source)[node.lineno - 1 : node.end_lineno]
         if lines != LINE.findall(python)[node.lineno - 1 : node.end_lineno]:
