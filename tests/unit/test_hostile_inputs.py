@@ -287,6 +287,15 @@ def test_a_year_no_index_column_holds_is_refused_naming_the_notebook(archive):
     assert built.problems == [f"a.ipynb: metadata.cellar.year must be a year (1 to 9999), not {10**30}"]
 
 
+def test_a_title_of_a_megabyte_is_cut_in_the_table_fetched_at_boot(archive):
+    nb = notebook()
+    nb["metadata"] = {"title": "Ballast " * 125_000}
+    (archive / "good.ipynb").write_text(json.dumps(nb))
+    built = build_index_from_directory(archive, load_model(default_model_dir()))
+    title = built.index.notebooks[0]["title"]
+    assert len(title) == 300 and title.startswith("Ballast Ballast") and title.endswith("…")
+
+
 def test_a_problem_raised_deep_in_a_reader_names_the_file(archive, monkeypatch, capsys):
     def broken(*args, **kwargs):
         raise ValueError("a parser's own words")

@@ -45,6 +45,7 @@ if TYPE_CHECKING:  # the query path imports Render from here, not the chunker
     from cellar.ingest.metadata import Rule
 
 CACHE_FORMAT = 6
+MAX_TITLE = 300  # characters of an entry's title (`_short`)
 # An entry's catalogue: a notebook's metadata; a document's source kind (document, clauses,
 # records: absent for a notebook), a record's structured fields, which the filters read, and a
 # standard's designation (``NEN 3140:2018``), which its citations start with.
@@ -148,13 +149,16 @@ def make_part(
     groups = entry_groups(records)
     if len(groups) > 1 or first_meta.get("entry"):  # a records file: each note an entry, titled by its citation
         metas = [group[0].get("meta", {}) for group in groups]
-        own = [{"title": str(m.get("citation", m.get("entry"))), "cells": 0, "entry": m.get("entry")} for m in metas]
+        own = [
+            {"title": _short(str(m.get("citation", m.get("entry")))), "cells": 0, "entry": m.get("entry")}
+            for m in metas
+        ]
     else:
         heading = next((r["meta"]["headings"][0] for r in records if r.get("meta", {}).get("headings")), None)
         highest = max(cells) + 1 if cells else 0
         own = [
             {
-                "title": title or heading or PurePosixPath(path).stem,
+                "title": _short(title or heading or PurePosixPath(path).stem),
                 "cells": cell_count if cell_count is not None else highest,
             }
         ]
@@ -291,6 +295,12 @@ def prepare(
     view = getattr(chunked, "document", None)
     document = compress(canonical(view)) if view is not None else None
     return replace(made, render=part.render, problems=problems, document=document)
+
+
+def _short(title: str) -> str:
+    """A title as the table of every entry holds it, fetched at boot: at most MAX_TITLE characters
+    (a notebook's metadata may name itself in megabytes)."""
+    return title if len(title) <= MAX_TITLE else title[: MAX_TITLE - 1] + "…"
 
 
 def analysed_part(
