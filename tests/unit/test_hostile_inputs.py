@@ -274,6 +274,18 @@ def test_a_table_with_counts_no_int_can_read_is_read_not_refused(archive, html):
     assert any(chunk.cell == 0 for chunk in chunk_file(archive / "t.ipynb", archive).chunks)
 
 
+def test_a_table_of_infinities_is_read_without_a_warning_that_names_no_file(archive):
+    html = '<table class="dataframe"><thead><tr><th></th><th>a</th></tr></thead><tbody>'
+    html += "<tr><th>0</th><td>1e999</td></tr><tr><th>1</th><td>-1e999</td></tr></tbody></table>"
+    nb = notebook()
+    nb["cells"] = [_output_cell({**_html(html), "output_type": "execute_result", "execution_count": 1})]
+    (archive / "t.ipynb").write_text(json.dumps(nb))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # NumPy's "invalid value encountered in reduce" among them
+        chunked = chunk_file(archive / "t.ipynb", archive)
+    assert any(chunk.kind == "table" for chunk in chunked.chunks)
+
+
 def test_a_year_no_index_column_holds_is_refused_naming_the_notebook(archive):
     """Every notebook with a year: the index keeps them as 64-bit integers, and a year of 10**30
     had stopped the whole build, writing nothing."""

@@ -376,8 +376,11 @@ def _summary(table: Table, max_rows: int) -> str:
             if all(map(math.isnan, values)):
                 continue
             low, high = _argextremes(values)
+            with warnings.catch_warnings():  # inf and -inf have no mean: NumPy's warning names no file
+                warnings.simplefilter("ignore", RuntimeWarning)
+                mean = float(values[values == values].mean())
             stats.append(
-                f"{_cell(label)}: mean {_number(float(values[values == values].mean()))}, "
+                f"{_cell(label)}: mean {_number(mean)}, "
                 f"min {_number(values[low])} ({at(low)}), max {_number(values[high])} ({at(high)})"
             )
         elif kind == "M" and column.notna().any():
