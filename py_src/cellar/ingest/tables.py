@@ -61,7 +61,9 @@ class Table:
 _SHAPE_FOOTER = re.compile(r"(?<![0-9])([0-9]{1,15})\s+rows\s*[×x]\s*([0-9]{1,15})\s+columns")
 _COUNT = re.compile(r"[0-9]{1,9}")
 _MAX_SPAN = 1000  # bounds a malformed colspan/rowspan; pandas never writes more than a page
-MAX_SLOTS = 1_000_000  # a table's slots, its spans counted: a DataFrame's repr shows 60 rows by 20 columns
+# A table's slots, its spans counted (a DataFrame's repr shows 60 rows by 20 columns; a whole
+# to_html() of 50,000 rows by 20 still fits): past it the output is read as text, not a table.
+MAX_SLOTS = 1_000_000
 
 
 @dataclass
