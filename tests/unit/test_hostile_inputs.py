@@ -254,6 +254,30 @@ def test_outputs_that_cost_quadratic_time_or_gigabytes_are_read_in_linear_time(a
         assert any(chunk.cell == 0 for chunk in chunked.chunks), name
 
 
+def test_a_notebook_of_endless_cells_or_printed_tables_is_indexed_up_to_its_caps(archive, monkeypatch):
+    """Each cell's texts are bounded, the cells are not, nor the frames one output prints (each
+    read through pandas): past MAX_NOTEBOOK_CHUNKS the cells left are named in a warning, past
+    MAX_PRINTED_TABLES an output's frames are its text only."""
+    from cellar.ingest import outputs
+
+    monkeypatch.setattr(chunking, "MAX_NOTEBOOK_CHUNKS", 100)
+    monkeypatch.setattr(outputs, "MAX_PRINTED_TABLES", 3)
+    frames = "".join(f"   a  b\n0  {i}  2\n1  3  4\n\n" for i in range(10))
+    nb = notebook()
+    nb["cells"] = [_output_cell({"output_type": "stream", "name": "stdout", "text": frames})]
+    nb["cells"] += [{"cell_type": "markdown", "metadata": {}, "source": f"note {i}"} for i in range(300)]
+    (archive / "many.ipynb").write_text(json.dumps(nb))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        chunked = chunk_file(archive / "many.ipynb", archive)
+    assert [str(warning.message) for warning in caught] == [
+        "many.ipynb: cells[0].outputs[0] prints more than 3 tables; the rest are indexed as its text",
+        "many.ipynb: 100 chunks by cell 96, over 100: cells 96 to 300 are not indexed",
+    ]
+    assert sum(chunk.kind == "table" for chunk in chunked.chunks) == 3
+    assert len(chunked.chunks) == 100 and any("0  9  2" in chunk.text for chunk in chunked.chunks)
+
+
 @pytest.mark.parametrize(
     "html",
     [

@@ -62,6 +62,9 @@ ABOVE_WORDS = 60  # how much of the Markdown above describes a plot
 # Chunking costs about 0.5 s and 50 MB per million characters; the file limit is
 # `cellar.ingest.discovery.MAX_FILE_BYTES`.
 MAX_TEXT_CHARS = 2_000_000
+# A notebook's chunks: each cell's texts are bounded, the cells are not (300,000 markdown cells, a
+# 19 MB notebook, took 73 s and 1.45 GB to index). A long real notebook has a few thousand.
+MAX_NOTEBOOK_CHUNKS = 50_000
 # The documents whose text is the file's own (Markdown, plain text): cut to the limit before they
 # are split into blocks, as splitting takes many times the text's size (an 88 MB text of short
 # paragraphs had taken 6 GB and 85 s before its cut).
@@ -75,7 +78,8 @@ SETEXT = re.compile(r" {0,3}(=+|-+)[ \t]*\r?\n?")
 
 def chunk_notebook(notebook: Notebook, rules: Sequence[Rule] = (), *, fresh: bool = False) -> Chunked:
     """The typed chunks of a notebook, in cell order, and the outputs skipped (reason -> count).
-    Texts past MAX_TEXT_CHARS are cut or left out, with a NotebookWarning naming the place.
+    Texts past MAX_TEXT_CHARS are cut or left out, and cells once MAX_NOTEBOOK_CHUNKS are made,
+    with a NotebookWarning naming the place.
 
     `fresh`: the notebook's outputs come from a re-render (`cellar rerender`'s fresh notebook),
     so a plot's figure description in its output metadata is indexed with it
@@ -86,6 +90,14 @@ def chunk_notebook(notebook: Notebook, rules: Sequence[Rule] = (), *, fresh: boo
     above = ""  # the nearest Markdown above, to describe plots
     seen: Counter[tuple[str, str]] = Counter()  # identical cells get distinct, stable ids
     for cell in _bounded(notebook.path, notebook.cells):
+        if len(maker.chunks) >= MAX_NOTEBOOK_CHUNKS:
+            warnings.warn(
+                f"{notebook.path}: {len(maker.chunks):,} chunks by cell {cell.index}, over {MAX_NOTEBOOK_CHUNKS:,}: "
+                f"cells {cell.index} to {len(notebook.cells) - 1} are not indexed",
+                NotebookWarning,
+                stacklevel=2,
+            )
+            break
         seen[cell.cell_type, cell.source] += 1
         maker.start_cell(cell, seen[cell.cell_type, cell.source])
         if cell.cell_type == "markdown":

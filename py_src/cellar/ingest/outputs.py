@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import html.parser
 import re
+import warnings
 from typing import TYPE_CHECKING, Any
 
 from cellar.ingest.chunks import ANSI, ChunkMaker, clean_text
 from cellar.ingest.code_facts import LABEL_NAMES, CodeFacts
 from cellar.ingest.documents.markup import open_brackets_as_text
-from cellar.ingest.notebook import Cell, Output
+from cellar.ingest.notebook import Cell, NotebookWarning, Output
 from cellar.ingest.windows import PROSE_WINDOW, window_ranges, word_spans
 
 if TYPE_CHECKING:  # cellar.ingest.tables itself is imported on first use: it brings pandas
@@ -24,6 +25,9 @@ if TYPE_CHECKING:  # cellar.ingest.tables itself is imported on first use: it br
 
 SCALAR_MAX = (200, 3)  # a result at most this many characters and lines is a scalar
 CONTEXT_WORDS = 100  # how much of the cell's source a scalar carries as context
+# Printed DataFrames read as tables in one output, each through pandas: past it the rest are its
+# text only (100,000 small frames in one stream took 118 s).
+MAX_PRINTED_TABLES = 200
 # Inside one tag (no `<` or `>` crossed): `[^>]*` rescanned the rest of the output from every
 # `<table` of one that never closes (100,000 characters of `<table`: 14 s).
 DATAFRAME_HTML = re.compile(r"<table\b[^<>]*\bclass=\"[^\"<>]*\bdataframe\b", re.IGNORECASE)
@@ -153,9 +157,19 @@ def _text_output(maker: ChunkMaker, output: Output, original: str, place: str,
     """A stream or long text result, windowed; printed tables inside it also become tables."""
     blocks = _blocks(original)
     if len(blocks) > 1:
+        read = 0
         for start, end in blocks:
             if _looks_like_frame(original[start:end]):
+                if read == MAX_PRINTED_TABLES:
+                    warnings.warn(
+                        f"{maker.path}: cells[{maker.cell}].outputs[{output.index}] prints more than "
+                        f"{MAX_PRINTED_TABLES} tables; the rest are indexed as its text",
+                        NotebookWarning,
+                        stacklevel=2,
+                    )
+                    break
                 table = _text_tables().parse_text_table(original[start:end])
+                read += 1
                 if table is not None:
                     _table(maker, output, original, place, start, end, table, None, "text")
     spans = word_spans(original)
