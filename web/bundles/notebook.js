@@ -43,10 +43,11 @@ export function highlightPython(code) {
 //   fragment or a data: URI, any other CSS function given a string there (image-set('x.png' 1x),
 //   -webkit-image-set(), image(), src(): each fetches it), and any such attribute with a CSS
 //   escape in it;
-// - <dialog> (drawn open above the page, outside its output), class (the page's own styles: a
-//   fake warning or status) but a fenced code block's language-*, and what names or works the page's elements from the content: for
-//   (a <label> that presses the viewer's buttons), popover targets and commands; and download (a
-//   link that saves a file of the site's under a name the notebook chose, `report.pdf.exe`);
+// - <dialog> (drawn open above the page, outside its output); class (the page's own styles: a
+//   fake warning or status) but a fenced code block's language-*; what names or works the page's
+//   elements from the content: for (a <label> that presses the viewer's buttons), popover
+//   targets and commands; and download (a link that saves a file of the site's under a name the
+//   notebook chose, `report.pdf.exe`);
 // and it prefixes every id and name with "user-content-" (DOMPurify's SANITIZE_NAMED_PROPS; fragment
 // links inside the content follow), so an output's id="cell-2" can never be the cell a citation
 // scrolls to, nor name="cellar" clobber a global. Links stay links, opened without a referrer.
