@@ -179,12 +179,13 @@ def _answer_chunk(
             markdown[cell] = max(markdown.get(cell, 0.0), score)
         elif cell in code_cells and (not allowed or kind in allowed):
             by_cell.setdefault(cell, []).append(i)
-    # A value question's answer cell shows an output; a code cell without one (imports, inputs)
-    # passes the markdown that introduced it on to the next code cell that has one.
-    # A figure question's, one that draws (when any cell does).
-    outputs = {r["cell"] for r in records if r["kind"] in OUTPUT_KINDS}
-    plots = {r["cell"] for r in records if r["kind"] == "plot"}
-    answering = {"value": code_cells & outputs, "figure": code_cells & plots or code_cells}.get(asks, code_cells)
+    # The answer cell shows what the question asks for: a value question's an output, a code cell
+    # without one (imports, inputs) passing the markdown that introduced it on to the next code
+    # cell that has one; a figure question's a plot (any code cell when none draws).
+    wanted = {"value": OUTPUT_KINDS, "figure": ("plot",)}.get(asks, LOCATE_KINDS)
+    answering = code_cells & {r["cell"] for r in records if r["kind"] in wanted}
+    if asks == "figure" and not answering:
+        answering = code_cells
     best: tuple[float, int] | None = None
     bonus = NAMING_WEIGHT * max(scores.values(), default=0.0)
     previous = min(cells, default=0)  # the notebook's first cell introduces the whole notebook
@@ -198,7 +199,6 @@ def _answer_chunk(
             best = (own + intro, cell)
     if best is None:
         return None
-    wanted = {"value": OUTPUT_KINDS, "figure": ("plot",)}.get(asks, LOCATE_KINDS)
     chosen = max(by_cell[best[1]], key=lambda i: (records[i]["kind"] in wanted, scores.get(start + i, 0.0), -i))
     return (start + chosen, scores.get(start + chosen, 0.0))
 

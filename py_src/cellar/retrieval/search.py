@@ -431,9 +431,10 @@ class Searcher:
         chunk counts, whatever its kind (a table that answers a question is rarely as close in
         meaning to it as the prose above it), and a term that the notebook's year or project
         holds (the facts a filter selects on: ``2017``, ``17-042``), or a standard's designation
-        (``CVS 210`` of ``volgens CVS 210``), is held by the entry even when its text never repeats it. Such a term leaves the coverage, which weighs what the
-        text holds, unless the query has no other: the catalogue answers ``the 2017 vessel`` but
-        vouches for nothing else a question asks (``bonus 2024`` must not pass on its year).
+        (``CVS 210`` of ``volgens CVS 210``), is held by the entry even when its text never
+        repeats it. Such a term leaves the coverage, which weighs what the text holds, unless the
+        query has no other: the catalogue answers ``the 2017 vessel`` but vouches for nothing
+        else a question asks (``bonus 2024`` must not pass on its year).
         (Measured on the dev set: coverage by the top hits alone separates worse.) A Dutch term is
         held where one of its English translations is (``held_by``, from ``bilingual.Reading``)."""
         distinct = list(dict.fromkeys(terms))
