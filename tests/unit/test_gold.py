@@ -159,3 +159,48 @@ def test_near_miss_key_terms_are_where_they_say(near_miss, shared_corpus):
         if row["key_term_elsewhere"] != bool(found - {near}) or (not row["key_term_elsewhere"] and found):
             wrong.append((row["id"], row["key_term"], sorted(found)))
     assert not wrong, json.dumps(wrong, indent=1)
+
+
+COURSE = HELDOUT.parent / "heldout_course.jsonl"
+
+
+@pytest.fixture(scope="module")
+def course() -> list[dict]:
+    return read_gold(COURSE.read_text(encoding="utf-8").splitlines(), str(COURSE))
+
+
+def test_the_course_set_is_well_formed_and_mostly_dutch(course):
+    """benchmarks/gold/heldout_course.jsonl: 40 questions, 24 in Dutch, 8 near misses each naming
+    the notebook it is near and its key term."""
+    assert len(course) == 40 and len({row["id"] for row in course}) == 40
+    for row in course:
+        assert row["lang"] in {"en", "nl"} and row["kind"] in KINDS, row["id"]
+        assert (row["kind"] == "out_of_scope") == (not row["expect"]), row["id"]
+        assert (row["kind"] == "out_of_scope") == ("near" in row) == ("key_term" in row), row["id"]
+        for e in row["expect"]:
+            assert isinstance(e["cell"], int) and e["evidence"].strip(), row["id"]
+    assert Counter(row["lang"] for row in course)["nl"] == 24
+    assert sum(row["kind"] == "out_of_scope" for row in course) == 8
+
+
+def test_the_course_set_touches_no_notebook_another_set_cites(course, heldout, near_miss, shared_corpus):
+    used = {e["path"] for row in course for e in row["expect"]} | {row["near"] for row in course if "near" in row}
+    others = [*heldout, *near_miss]
+    dev_path = shared_corpus.parent / "gold" / "dev.jsonl"
+    if dev_path.is_file():
+        others += read_gold(dev_path.read_text(encoding="utf-8").splitlines(), str(dev_path))
+    assert not used & {e["path"] for row in others for e in row["expect"]}
+
+
+def test_every_course_evidence_is_in_its_cell_and_no_near_miss_in_its_notebook(course, shared_corpus):
+    wrong = []
+    for row in course:
+        for e in row["expect"]:
+            cells = load_notebook(shared_corpus / e["path"], shared_corpus).cells
+            if not (0 <= e["cell"] < len(cells) and any(e["evidence"] in t for t in _texts(cells[e["cell"]]))):
+                wrong.append((row["id"], e["path"], e["cell"], e["evidence"]))
+        if "near" in row:
+            cells = load_notebook(shared_corpus / row["near"], shared_corpus).cells
+            if any(row["key_term"] in t for cell in cells for t in _texts(cell)):
+                wrong.append((row["id"], row["near"], "holds", row["key_term"]))
+    assert not wrong, json.dumps(wrong, indent=1)
