@@ -173,6 +173,20 @@ def test_a_verbs_form_is_no_compounds_tail():
     assert Translator(table, (), {*ENGLISH, "ling"}).translate(words) == []
 
 
+def test_a_verbs_prefix_is_no_compounds_first_part():
+    """ver- begins a verb, not a compound: verpompt (pumps) is no ver + pomp (far + pump), but
+    what follows the prefix read alone; a participle's long vowel is its infinitive's short one
+    (verlaagd: verlagen, to lower); a compound whose first part begins so is still one
+    (verdamping + warmte)."""
+    table = {
+        **TABLE, "ver": ("far",), "pomp": ("pump",), "verlagen": ("lower",), "verdamping": ("evaporation",),
+    }  # fmt: skip
+    translator = Translator(table, (), {*ENGLISH, "swarm"})
+    read = translator.translate(["verpompt", "verlaagd", "verdampingswarmte"])
+    # (and no swarm + te: an English word is a compound's part only as written, windpark's park)
+    assert [t.parts for t in read] == [(("pump",),), (("lower",),), (("heat",), ("evaporation",))]
+
+
 def test_the_end_of_a_name_is_no_english_tail():
     """``Kelmarsh`` (a wind farm) is no marsh: an English tail needs four letters before it."""
     assert Translator(TABLE, (), {*ENGLISH, "marsh"}).translate(["kelmarsh"]) == []
@@ -328,6 +342,19 @@ def test_the_technical_table_gives_a_words_engineering_sense_and_names_a_compoun
         ("maintenance",),
         ("boiling point",),
         ("sample",),
+    ]
+    # and the words of data analysis and of a course's notebook, which FreeDict misreads
+    # (gewicht: concern, kleur: emblem, verkeer: relation, straling: fail) or cuts wrong
+    # (histogram: gram, beslisboom: berry iris boom, kostenfunctie: food function)
+    words = ["gewichten", "kleur", "verkeer", "straling", "histogram", "beslisboom", "kostenfunctie"]
+    assert [t.english[0] for t in Translator(table, fixed=technical_table()).translate(words)] == [
+        "weights",
+        "colour",
+        "traffic",
+        "radiation",
+        "histogram",
+        "decision tree",
+        "cost function",
     ]
     # a damaged technical table is refused, naming its file
     folder = tmp_path / "t"

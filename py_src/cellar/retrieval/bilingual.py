@@ -132,6 +132,16 @@ def _long_vowel(stem: str) -> str:
     return ""
 
 
+def _short_vowel(stem: str) -> str:
+    """A participle's or a verb's stem with its long vowel written once, as its infinitive spells
+    it in an open syllable (verlaag of verlaagd -> verlag, of verlagen; gestuur -> gestur), else
+    empty: ``_long_vowel`` the other way."""
+    vowels = "aeiouy"
+    if len(stem) >= 5 and stem[-1] not in vowels and stem[-2] == stem[-3] and stem[-2] in "aeou":
+        return stem[:-3] + stem[-2:] if stem[-4] not in vowels else ""
+    return ""
+
+
 def _spellings(word: str) -> tuple[str, ...]:
     """``word`` as written, then in the spelling English keeps for Latin and Greek words: ``kw``
     as ``qu`` (kwadratuur), then ``k`` before a, o, u, l, r or t as ``c`` (kalibratie, kritisch,
@@ -291,7 +301,7 @@ class Translator:
         """``word`` and its stems (see ``_ENDINGS``), each also as a verb, without a ``ge-``; a
         stem that an ending left in an open syllable first with its long vowel written twice, as
         Dutch spells it when closed (temperaturen -> temperatuur, platen -> plaat before plat,
-        meten -> meet). A superlative's adjective comes right after the word without its -e
+        meten -> meet), and a participle's the other way (verlaagd -> verlagen). A superlative's adjective comes right after the word without its -e
         (grootste: groot, large, before groots, grand; laatste: laatst, last, before laat)."""
         forms = [word]
         if word.endswith("ste") and len(word) - 3 >= MIN_PART:
@@ -302,7 +312,8 @@ class Translator:
                     stem = base[: -len(ending)] + replacement
                     undoubled = stem[:-1] if len(stem) > 3 and stem[-1] == stem[-2] else ""
                     long = _long_vowel(stem) if ending in ("en", "e") else ""
-                    stems = [f for f in (long, stem, undoubled) if f]
+                    short = _short_vowel(stem) if ending in ("d", "t", "de", "te") else ""
+                    stems = [f for f in (long, stem, undoubled, short) if f]
                     forms += stems + [f + "en" for f in stems]
         return list(dict.fromkeys(forms))
 
@@ -317,7 +328,9 @@ class Translator:
                 return self._noun_first(word, forms, senses) if plural else senses
         if part and len(word) >= MIN_ENGLISH_PART and word in self.english:
             return (word,)
-        for form in forms[1:]:  # an inflected English word: mediane -> median
+        # an inflected English word (mediane -> median), not as a compound's part: swarmte, of
+        # verdampingswarmte, is no swarm + te but s + warmte
+        for form in forms[1:] if not part else ():
             if len(form) >= MIN_ENGLISH_PART and form in self.english:
                 return (form,)
         for stem, english, _ in self._cognates(word):
@@ -363,6 +376,8 @@ class Translator:
         # A compound: the longest known tail (the head word of a Dutch compound), then what is left
         # before it, which may itself be a compound. A stop word is no compound's head (benzeen is
         # no benz + een, propaan no prop + aan), though a part before it may be one (voorbeeld).
+        # A verb's inseparable prefix is no part: what follows it is read alone (verpompt pumps,
+        # verdampt vaporises: no far + pump, side + damp).
         for cut in range(MIN_PART, len(word) - MIN_PART + 1):
             tail = self._lookup(word[cut:], part=True) if word[cut:] not in self.stop else ()
             if not tail:
@@ -372,6 +387,8 @@ class Translator:
                 if link and not head_word.endswith(link):
                     continue
                 head_word = head_word[: len(head_word) - len(link)]
+                if head_word in _PREFIXES:
+                    return (tail,)
                 head = self._word(head_word, depth + 1) if len(head_word) >= MIN_PART else ()
                 if head:
                     return (tail, *head)
