@@ -1,7 +1,7 @@
-"""benchmarks/gold/heldout.jsonl, the held-out gold set: well formed, balanced as its README says,
-disjoint from the dev set's notebooks, and every evidence string where it says it is (in that
-cell's source or an output's text, cells numbered as cellar numbers them) when ../shared/corpus is
-there."""
+"""The gold sets of benchmarks/gold (held-out, near misses, the course sets): well formed, balanced
+as their README says, disjoint from the notebooks the other sets cite, and every evidence string
+where it says it is (in that cell's source or an output's text, cells numbered as cellar numbers
+them) when ../shared/corpus is there."""
 
 from __future__ import annotations
 
@@ -161,40 +161,47 @@ def test_near_miss_key_terms_are_where_they_say(near_miss, shared_corpus):
     assert not wrong, json.dumps(wrong, indent=1)
 
 
-COURSE = HELDOUT.parent / "heldout_course.jsonl"
+# The course sets: blind (reporting only) and its twin for tuning, each 40 questions, 8 near misses
+COURSE_SETS = {"heldout_course.jsonl": 24, "course_dev.jsonl": 28}  # and how many are Dutch
 
 
-@pytest.fixture(scope="module")
-def course() -> list[dict]:
-    return read_gold(COURSE.read_text(encoding="utf-8").splitlines(), str(COURSE))
+@pytest.fixture(scope="module", params=sorted(COURSE_SETS))
+def course(request) -> tuple[str, list[dict]]:
+    path = HELDOUT.parent / request.param
+    return request.param, read_gold(path.read_text(encoding="utf-8").splitlines(), str(path))
 
 
-def test_the_course_set_is_well_formed_and_mostly_dutch(course):
-    """benchmarks/gold/heldout_course.jsonl: 40 questions, 24 in Dutch, 8 near misses each naming
-    the notebook it is near and its key term."""
-    assert len(course) == 40 and len({row["id"] for row in course}) == 40
-    for row in course:
+def test_a_course_set_is_well_formed_and_mostly_dutch(course):
+    """40 questions, most in Dutch, 8 near misses each naming the notebook it is near and its key term."""
+    name, rows = course
+    assert len(rows) == 40 and len({row["id"] for row in rows}) == 40
+    for row in rows:
         assert row["lang"] in {"en", "nl"} and row["kind"] in KINDS, row["id"]
         assert (row["kind"] == "out_of_scope") == (not row["expect"]), row["id"]
         assert (row["kind"] == "out_of_scope") == ("near" in row) == ("key_term" in row), row["id"]
         for e in row["expect"]:
             assert isinstance(e["cell"], int) and e["evidence"].strip(), row["id"]
-    assert Counter(row["lang"] for row in course)["nl"] == 24
-    assert sum(row["kind"] == "out_of_scope" for row in course) == 8
+    assert Counter(row["lang"] for row in rows)["nl"] == COURSE_SETS[name]
+    assert sum(row["kind"] == "out_of_scope" for row in rows) == 8
 
 
-def test_the_course_set_touches_no_notebook_another_set_cites(course, heldout, near_miss, shared_corpus):
-    used = {e["path"] for row in course for e in row["expect"]} | {row["near"] for row in course if "near" in row}
+def test_a_course_set_touches_no_notebook_another_set_cites(course, heldout, near_miss, shared_corpus):
+    name, rows = course
+    used = {e["path"] for row in rows for e in row["expect"]} | {row["near"] for row in rows if "near" in row}
     others = [*heldout, *near_miss]
+    for other in set(COURSE_SETS) - {name}:
+        path = HELDOUT.parent / other
+        others += read_gold(path.read_text(encoding="utf-8").splitlines(), str(path))
     dev_path = shared_corpus.parent / "gold" / "dev.jsonl"
     if dev_path.is_file():
         others += read_gold(dev_path.read_text(encoding="utf-8").splitlines(), str(dev_path))
-    assert not used & {e["path"] for row in others for e in row["expect"]}
+    cited = {e["path"] for row in others for e in row["expect"]} | {row["near"] for row in others if "near" in row}
+    assert not used & cited
 
 
 def test_every_course_evidence_is_in_its_cell_and_no_near_miss_in_its_notebook(course, shared_corpus):
     wrong = []
-    for row in course:
+    for row in course[1]:
         for e in row["expect"]:
             cells = load_notebook(shared_corpus / e["path"], shared_corpus).cells
             if not (0 <= e["cell"] < len(cells) and any(e["evidence"] in t for t in _texts(cells[e["cell"]]))):
