@@ -22,7 +22,14 @@ from cellar.retrieval.answer_cell import diverse, intent, naming_shares, order_h
         # a question that opens on a value's noun asks for it without naming a number
         ("final RMSE of the tuned random forest on the test set", "value"),
         ("lightship weight of the harbour tug including margins", "value"),
-        ("Overlevingskans van vrouwen in de eerste klas", "locate"),  # a compound the list lacks
+        # the words of data analysis too, and a Dutch compound that ends in a value's noun
+        ("Overlevingskans van vrouwen in de eerste klas", "value"),
+        ("bevolkingsdichtheid van Utrecht in het DataFrame", "value"),
+        ("uitkomst van de t-toets op de twee groepen", "value"),
+        ("how slow is the pure Python loop on the big array", "value"),
+        ("hoe snel convergeert de gradiëntafdaling", "value"),
+        ("implementatie van de k-means stap in NumPy", "locate"),
+        ("energieverloop plotten over een heel jaar", "figure"),
         # one that opens on a diagram, a law or a fit locates it, whatever numbers follow, and
         # one whose opening words name a figure asks for the figure
         ("T-xy diagram for water and ethanol at 1 bar", "figure"),

@@ -7,8 +7,10 @@ shown, the hits are reordered by what the question asks for (``intent``):
 
 - ``explain`` (why, what is, how does, definition, difference, Dutch alike; without a number): the
   best chunk of each kind in score order, then the rest, as before (prose answers these);
-- ``value`` (a digit in the question, how much / how many / hoeveel, what value ..., or a question
-  that opens on a value's noun: `final RMSE of the tuned forest`, `lightship weight of the tug`) and
+- ``value`` (a digit in the question, how much / how many / how slow / hoeveel / hoe snel, what
+  value ..., or a question that opens on a value's noun: `final RMSE of the tuned forest`,
+  `lightship weight of the tug`, `uitkomst van ...`, or on a Dutch compound that ends in one:
+  `bevolkingsdichtheid`, `overlevingskans`) and
   ``locate`` (every other question: where is X computed, plotted, fitted; one that opens on a
   diagram, a law or a fit whatever numbers follow: `T-xy diagram at 1 bar`): the **answer cell**
   first: of the notebook's computing cells (a code cell with its outputs), the one whose best
@@ -64,21 +66,31 @@ _WORD = re.compile(r"[^\W\d_][\w-]*")
 VALUE_NOUNS = frozenset(
     "accuracy rmse mse mae error score rate ratio speedup coefficient factor deviation average mean median "
     "fraction efficiency loss losses drop bandwidth number count energy consumption probability share cost "
-    "price yield value values tension weight total sum size "
+    "price yield value values tension weight total sum size result results outcome output variance "
+    "correlation percentage precision recall density time timing runtime duration memory "
     "nauwkeurigheid fout kans factor coëfficiënt afwijking gemiddelde fractie rendement verlies verliezen "
-    "aantal energie kosten prijs opbrengst waarde waarden totaal som grootte".split()
+    "aantal energie kosten prijs opbrengst waarde waarden totaal som grootte uitkomst uitkomsten resultaat "
+    "resultaten uitvoer variantie correlatie percentage precisie dichtheid tijd rekentijd looptijd duur "
+    "geheugen".split()
+)
+# Dutch value nouns that end a compound naming a value (bevolkingsdichtheid, overlevingskans,
+# meetfout, rekentijd): English writes such a compound as two words, each read on its own.
+DUTCH_VALUE_HEADS = frozenset(
+    "nauwkeurigheid fout kans factor afwijking fractie rendement verlies aantal energie kosten prijs "
+    "opbrengst waarde totaal grootte dichtheid tijd duur uitkomst".split()
 )
 # The nouns that name something to be found, not a value (`T-xy diagram at 1 bar`, `pump affinity laws
 # applied when the speed drops from 3500 to 1700 rpm`): such a question locates, whatever numbers it names.
 LOCATE_NOUNS = frozenset(
     "diagram diagrams plot plots chart charts graph figure curve curves histogram map fitting fit fits "
     "laws law rating calculation example model function class method code implementation derivation "
-    "diagrammen grafiek figuur kromme krommen curves wetten berekening voorbeeld functie".split()
+    "diagrammen grafiek figuur kromme krommen curves wetten berekening voorbeeld functie plotten "
+    "grafieken figuren implementatie afleiding methode klasse".split()
 )
 # The words that name a figure (among a locate question's opening words: a ``figure`` question).
 FIGURE_WORDS = frozenset(
     "plot plots plotted plotting chart charts graph graphs figure figures curve curves histogram histograms "
-    "diagram diagrams grafiek grafieken figuur figuren kromme krommen geplot".split()
+    "diagram diagrams grafiek grafieken figuur figuren kromme krommen geplot plotten".split()
 )
 # Words that ask for an explanation, English and Dutch (a question that also names a number asks
 # for a value, whatever its first words).
@@ -88,7 +100,8 @@ _EXPLAIN = re.compile(
 )
 _WHERE = re.compile(r"\b(?:where|waar)\b")
 _VALUE = re.compile(
-    r"\b(?:how\s+(?:much|many|large|big|high|long)|hoeveel|hoe\s+(?:groot|hoog|lang|zwaar)|"
+    r"\b(?:how\s+(?:much|many|large|big|high|long|fast|slow|often|far)|hoeveel|"
+    r"hoe\s+(?:groot|hoog|lang|zwaar|snel|traag|vaak|ver)|"
     r"what\s+(?:value|volume|number|amount)|welke\s+(?:waarde|inhoud|volume)|value\s+of|waarde\s+van)\b"
 )
 
@@ -123,7 +136,12 @@ def head_words(text: str) -> list[str]:
 
 
 def _names_a_value(word: str) -> bool:
-    return word in VALUE_NOUNS or bool(families_of_noun(word))
+    """A value's noun, a quantity's, or a Dutch compound ending in a value's noun."""
+    return (
+        word in VALUE_NOUNS
+        or bool(families_of_noun(word))
+        or any(word.endswith(noun) and len(word) - len(noun) >= 3 for noun in DUTCH_VALUE_HEADS)
+    )
 
 
 def _names_a_place(word: str) -> bool:
