@@ -356,6 +356,12 @@ def test_the_technical_table_gives_a_words_engineering_sense_and_names_a_compoun
         "decision tree",
         "cost function",
     ]
+    # and the verbs a question asks with, whose forms FreeDict reads as other words (krijg: war,
+    # kost: food, telt: breed, komt: basin, duurt: dear) or not at all (geeft, weet)
+    words = ["krijg", "kost", "telt", "komt", "duurt", "geeft", "weet", "voorspelt"]
+    assert [t.english[0] for t in Translator(table, fixed=technical_table()).translate(words)] == [
+        "get", "costs", "counts", "comes", "takes", "gives", "know", "predicts",
+    ]  # fmt: skip
     # a damaged technical table is refused, naming its file
     folder = tmp_path / "t"
     folder.mkdir()

@@ -301,8 +301,9 @@ class Translator:
         """``word`` and its stems (see ``_ENDINGS``), each also as a verb, without a ``ge-``; a
         stem that an ending left in an open syllable first with its long vowel written twice, as
         Dutch spells it when closed (temperaturen -> temperatuur, platen -> plaat before plat,
-        meten -> meet), and a participle's the other way (verlaagd -> verlagen). A superlative's adjective comes right after the word without its -e
-        (grootste: groot, large, before groots, grand; laatste: laatst, last, before laat)."""
+        meten -> meet), and a participle's the other way (verlaagd -> verlagen). A superlative's
+        adjective comes right after the word without its -e (grootste: groot, large, before groots,
+        grand; laatste: laatst, last, before laat)."""
         forms = [word]
         if word.endswith("ste") and len(word) - 3 >= MIN_PART:
             forms += [word[:-1], word[:-3]]
@@ -376,8 +377,8 @@ class Translator:
         # A compound: the longest known tail (the head word of a Dutch compound), then what is left
         # before it, which may itself be a compound. A stop word is no compound's head (benzeen is
         # no benz + een, propaan no prop + aan), though a part before it may be one (voorbeeld).
-        # A verb's inseparable prefix is no part: what follows it is read alone (verpompt pumps,
-        # verdampt vaporises: no far + pump, side + damp).
+        # A verb's inseparable prefix, joined without a linking letter, is no part: what follows
+        # it is read alone (verpompt pumps, verdampt vaporises: no far + pump, side + damp).
         for cut in range(MIN_PART, len(word) - MIN_PART + 1):
             tail = self._lookup(word[cut:], part=True) if word[cut:] not in self.stop else ()
             if not tail:
@@ -387,7 +388,7 @@ class Translator:
                 if link and not head_word.endswith(link):
                     continue
                 head_word = head_word[: len(head_word) - len(link)]
-                if head_word in _PREFIXES:
+                if not link and head_word in _PREFIXES:
                     return (tail,)
                 head = self._word(head_word, depth + 1) if len(head_word) >= MIN_PART else ()
                 if head:
