@@ -362,6 +362,11 @@ def test_the_technical_table_gives_a_words_engineering_sense_and_names_a_compoun
     assert [t.english[0] for t in Translator(table, fixed=technical_table()).translate(words)] == [
         "get", "costs", "counts", "comes", "takes", "gives", "know", "predicts",
     ]  # fmt: skip
+    # and comparatives and everyday words its cut to the model's vocabulary dropped
+    words = ["sneller", "jonger", "groter", "langer", "steden", "inwoners"]
+    assert [t.english[0] for t in Translator(table, fixed=technical_table()).translate(words)] == [
+        "faster", "younger", "larger", "longer", "cities", "inhabitants",
+    ]  # fmt: skip
     # a damaged technical table is refused, naming its file
     folder = tmp_path / "t"
     folder.mkdir()
