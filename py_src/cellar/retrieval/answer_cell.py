@@ -60,24 +60,23 @@ _SKIPPED = _STOP | {"large", "big", "high", "low", "groot", "hoog", "laag"}
 
 _DIGIT = re.compile(r"\d")
 _WORD = re.compile(r"[^\W\d_][\w-]*")
+# Dutch value nouns, which also name a value where they end a compound (bevolkingsdichtheid,
+# overlevingskans, meetfout, rekentijd): English writes such a compound as two words, each read on
+# its own.
+DUTCH_VALUE_HEADS = frozenset(
+    "nauwkeurigheid fout kans factor afwijking fractie rendement verlies aantal energie kosten prijs "
+    "opbrengst waarde totaal grootte dichtheid tijd duur uitkomst".split()
+)
 # The nouns that name a value (beside the unit families of ``quantities.families_of_noun``): a
 # question that opens on one asks for a value even without a number (`final RMSE of the tuned
 # forest`, `survival rate of women`, `speedup of the Cython product`).
-VALUE_NOUNS = frozenset(
+VALUE_NOUNS = DUTCH_VALUE_HEADS | frozenset(
     "accuracy rmse mse mae error score rate ratio speedup coefficient factor deviation average mean median "
     "fraction efficiency loss losses drop bandwidth number count energy consumption probability share cost "
     "price yield value values tension weight total sum size result results outcome output variance "
     "correlation percentage precision recall density time timing runtime duration memory "
-    "nauwkeurigheid fout kans factor coëfficiënt afwijking gemiddelde fractie rendement verlies verliezen "
-    "aantal energie kosten prijs opbrengst waarde waarden totaal som grootte uitkomst uitkomsten resultaat "
-    "resultaten uitvoer variantie correlatie percentage precisie dichtheid tijd rekentijd looptijd duur "
-    "geheugen".split()
-)
-# Dutch value nouns that end a compound naming a value (bevolkingsdichtheid, overlevingskans,
-# meetfout, rekentijd): English writes such a compound as two words, each read on its own.
-DUTCH_VALUE_HEADS = frozenset(
-    "nauwkeurigheid fout kans factor afwijking fractie rendement verlies aantal energie kosten prijs "
-    "opbrengst waarde totaal grootte dichtheid tijd duur uitkomst".split()
+    "coëfficiënt gemiddelde verliezen waarden som uitkomsten resultaat resultaten uitvoer variantie "
+    "correlatie precisie rekentijd looptijd geheugen".split()
 )
 # The nouns that name something to be found, not a value (`T-xy diagram at 1 bar`, `pump affinity laws
 # applied when the speed drops from 3500 to 1700 rpm`): such a question locates, whatever numbers it names.
