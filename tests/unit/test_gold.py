@@ -20,9 +20,34 @@ HELDOUT = ROOT / "benchmarks" / "gold" / "heldout.jsonl"
 KINDS = {"locate", "value", "vocabulary", "out_of_scope"}
 
 
+def _gold(path: Path) -> list[dict]:
+    return read_gold(path.read_text(encoding="utf-8").splitlines(), str(path))
+
+
+def _dev(shared_corpus: Path) -> list[dict] | None:
+    """The shared dev set beside the corpus, or None where it is absent."""
+    path = shared_corpus.parent / "gold" / "dev.jsonl"
+    return _gold(path) if path.is_file() else None
+
+
+def _misplaced(rows: list[dict], shared_corpus: Path) -> list[tuple]:
+    """The expected cells of `rows` whose evidence is not in them (in the cell's source or an
+    output's text, cells numbered as cellar numbers them)."""
+    cells_of: dict[str, list] = {}
+    wrong = []
+    for row in rows:
+        for e in row["expect"]:
+            if e["path"] not in cells_of:
+                cells_of[e["path"]] = load_notebook(shared_corpus / e["path"], shared_corpus).cells
+            cells = cells_of[e["path"]]
+            if not (0 <= e["cell"] < len(cells) and any(e["evidence"] in t for t in _texts(cells[e["cell"]]))):
+                wrong.append((row["id"], e["path"], e["cell"], e["evidence"]))
+    return wrong
+
+
 @pytest.fixture(scope="module")
 def heldout() -> list[dict]:
-    return read_gold(HELDOUT.read_text(encoding="utf-8").splitlines(), str(HELDOUT))
+    return _gold(HELDOUT)
 
 
 def test_heldout_is_well_formed_and_balanced(heldout):
@@ -39,10 +64,9 @@ def test_heldout_is_well_formed_and_balanced(heldout):
 
 
 def test_heldout_touches_no_dev_notebook(heldout, shared_corpus):
-    dev_path = shared_corpus.parent / "gold" / "dev.jsonl"
-    if not dev_path.is_file():
-        pytest.skip(f"{dev_path} not found")
-    dev = read_gold(dev_path.read_text(encoding="utf-8").splitlines(), str(dev_path))
+    dev = _dev(shared_corpus)
+    if dev is None:
+        pytest.skip(f"{shared_corpus.parent / 'gold' / 'dev.jsonl'} not found")
     dev_paths = {e["path"] for row in dev for e in row["expect"]}
     assert not dev_paths & {e["path"] for row in heldout for e in row["expect"]}
 
@@ -57,15 +81,7 @@ def _texts(cell) -> list[str]:
 
 
 def test_every_evidence_is_in_its_cell(heldout, shared_corpus):
-    notebooks: dict[str, object] = {}
-    wrong = []
-    for row in heldout:
-        for e in row["expect"]:
-            if e["path"] not in notebooks:
-                notebooks[e["path"]] = load_notebook(shared_corpus / e["path"], shared_corpus)
-            cells = notebooks[e["path"]].cells  # type: ignore[attr-defined]
-            if not (0 <= e["cell"] < len(cells) and any(e["evidence"] in t for t in _texts(cells[e["cell"]]))):
-                wrong.append((row["id"], e["path"], e["cell"], e["evidence"]))
+    wrong = _misplaced(heldout, shared_corpus)
     assert not wrong, json.dumps(wrong, indent=1)
 
 
@@ -88,7 +104,7 @@ NEAR_MISS = HELDOUT.parent / "near_miss.jsonl"
 
 @pytest.fixture(scope="module")
 def near_miss() -> list[dict]:
-    return read_gold(NEAR_MISS.read_text(encoding="utf-8").splitlines(), str(NEAR_MISS))
+    return _gold(NEAR_MISS)
 
 
 def test_near_misses_are_well_formed_and_paired(near_miss):
@@ -122,20 +138,14 @@ def test_near_misses_are_well_formed_and_paired(near_miss):
 def test_near_misses_touch_no_dev_or_heldout_notebook(near_miss, heldout, shared_corpus):
     used = {e["path"] for row in near_miss for e in row["expect"]}
     assert not used & {e["path"] for row in heldout for e in row["expect"]}
-    dev_path = shared_corpus.parent / "gold" / "dev.jsonl"
-    if not dev_path.is_file():
-        pytest.skip(f"{dev_path} not found")
-    dev = read_gold(dev_path.read_text(encoding="utf-8").splitlines(), str(dev_path))
+    dev = _dev(shared_corpus)
+    if dev is None:
+        pytest.skip(f"{shared_corpus.parent / 'gold' / 'dev.jsonl'} not found")
     assert not used & {e["path"] for row in dev for e in row["expect"]}
 
 
 def test_every_near_miss_evidence_is_in_its_cell(near_miss, shared_corpus):
-    wrong = []
-    for row in near_miss:
-        for e in row["expect"]:
-            cells = load_notebook(shared_corpus / e["path"], shared_corpus).cells
-            if not (0 <= e["cell"] < len(cells) and any(e["evidence"] in t for t in _texts(cells[e["cell"]]))):
-                wrong.append((row["id"], e["path"], e["cell"], e["evidence"]))
+    wrong = _misplaced(near_miss, shared_corpus)
     assert not wrong, json.dumps(wrong, indent=1)
 
 
@@ -167,8 +177,7 @@ COURSE_SETS = {"heldout_course.jsonl": 24, "course_dev.jsonl": 28}  # and how ma
 
 @pytest.fixture(scope="module", params=sorted(COURSE_SETS))
 def course(request) -> tuple[str, list[dict]]:
-    path = HELDOUT.parent / request.param
-    return request.param, read_gold(path.read_text(encoding="utf-8").splitlines(), str(path))
+    return request.param, _gold(HELDOUT.parent / request.param)
 
 
 def test_a_course_set_is_well_formed_and_mostly_dutch(course):
@@ -190,22 +199,15 @@ def test_a_course_set_touches_no_notebook_another_set_cites(course, heldout, nea
     used = {e["path"] for row in rows for e in row["expect"]} | {row["near"] for row in rows if "near" in row}
     others = [*heldout, *near_miss]
     for other in set(COURSE_SETS) - {name}:
-        path = HELDOUT.parent / other
-        others += read_gold(path.read_text(encoding="utf-8").splitlines(), str(path))
-    dev_path = shared_corpus.parent / "gold" / "dev.jsonl"
-    if dev_path.is_file():
-        others += read_gold(dev_path.read_text(encoding="utf-8").splitlines(), str(dev_path))
+        others += _gold(HELDOUT.parent / other)
+    others += _dev(shared_corpus) or []
     cited = {e["path"] for row in others for e in row["expect"]} | {row["near"] for row in others if "near" in row}
     assert not used & cited
 
 
 def test_every_course_evidence_is_in_its_cell_and_no_near_miss_in_its_notebook(course, shared_corpus):
-    wrong = []
+    wrong = _misplaced(course[1], shared_corpus)
     for row in course[1]:
-        for e in row["expect"]:
-            cells = load_notebook(shared_corpus / e["path"], shared_corpus).cells
-            if not (0 <= e["cell"] < len(cells) and any(e["evidence"] in t for t in _texts(cells[e["cell"]]))):
-                wrong.append((row["id"], e["path"], e["cell"], e["evidence"]))
         if "near" in row:
             cells = load_notebook(shared_corpus / row["near"], shared_corpus).cells
             if any(row["key_term"] in t for cell in cells for t in _texts(cell)):
