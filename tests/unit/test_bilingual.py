@@ -302,6 +302,19 @@ def test_a_name_inside_a_sentence_is_read_as_written():
     assert opening.text == "nut dike edition loss pipe pump 3"
 
 
+def test_an_english_word_in_a_dutch_question_also_reads_with_its_english_stem():
+    """A Dutch engineer writes English words into a Dutch sentence (`batches`, `lists`): the
+    Dutch stemmer cuts them where no English cell does (`batche`), so their English stems join
+    the reading and hold them in the refusal test; a name keeps its own reading only."""
+    analyzer = Analyzer()
+    translator = Translator(TABLE, analyzer.stop_words("dutch") | analyzer.stop_words("english"), ENGLISH)
+    reading = read_in_english("Wat is het drukverlies met batches van 20 in Texas?", analyzer, translator)
+    assert analyzer.language_terms("batches", "dutch") == ["batche"]
+    assert "batch" in reading.terms and reading.held_by is not None and reading.held_by["batche"] == ("batch",)
+    assert "pressur" in reading.terms  # the translated words as before
+    assert "texa" not in reading.terms and "texas" not in reading.held_by
+
+
 @pytest.mark.parametrize(
     ("query", "read"),
     [

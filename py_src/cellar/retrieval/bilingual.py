@@ -25,7 +25,9 @@ translations of its words:
   English word an inflection ending hides (``mediane`` -> median), or as the English word a
   compound ends in (``debietmeter`` -> meter); a word that is itself a whole word of that
   vocabulary is read as English and not translated (``broadcasting``, ``bar``), and so is a name
-  (``proper_names``: capitalised inside a sentence, ``Moerdijk``, not moer + dijk);
+  (``proper_names``: capitalised inside a sentence, ``Moerdijk``, not moer + dijk); an
+  untranslated word that is no name adds its English stem (``batches`` -> batch), which the
+  Dutch stemmer, reading a Dutch question alone, does not make;
 - **what a search does with them** (``cellar.retrieval.search``): BM25 adds the translations'
   scores at a lower weight, the dense ranker blends the query's vector with that of its English
   reading, and the refusal test counts a Dutch word as held where one of its translations is.
@@ -433,7 +435,8 @@ class Reading:
     by the first sense of each of its parts, in English order: ``koelwaterleiding`` -> cool water
     pipe; what a question ranks by), ``every_sense`` (the same with every sense of each word: what
     a Dutch file's chunk is embedded from, so a question's closeness in meaning counts it too),
-    ``terms`` (the English terms of every sense, for BM25) and ``held_by`` (a Dutch term -> the
+    ``terms`` (the English terms of every sense, and the English stems of the words left
+    untranslated, for BM25) and ``held_by`` (a Dutch term -> the
     English terms that hold it, for the refusal test). Empty for a text with nothing to translate."""
 
     text: str = ""
@@ -460,7 +463,32 @@ def read_in_english(query: str, analyzer: Analyzer, translator: Translator) -> R
     reading = english_reading(query, analyzer, translator)
     if language is None and 2 * len(reading.held_by or ()) < len(_content_words(query, analyzer, translator)):
         return Reading()
-    return reading
+    return _with_english_words(query, reading, analyzer, translator) if reading.held_by else reading
+
+
+def _with_english_words(query: str, reading: Reading, analyzer: Analyzer, translator: Translator) -> Reading:
+    """``reading`` with the English stems of the words of Dutch ``query`` that the table does
+    not translate: English words in a Dutch sentence (``batches``, ``lists``, ``sorted``), which
+    the Dutch stemmer alone cuts where no English cell does (``batche``, ``lists``; ``batch``,
+    ``list``), so that a cell's ``batch`` holds a question's ``batches``. Names are left as written."""
+    held_by = dict(reading.held_by or {})
+    added: list[str] = []
+    names = proper_names(query)
+    for word in _words(query, analyzer):
+        if word in names or not _WORD.fullmatch(_fold(word)) or _fold(word) in translator.stop:
+            continue
+        dutch = analyzer.language_terms(word, "dutch")
+        if any(term in held_by for term in dutch):  # translated
+            continue
+        english = tuple(t for t in analyzer.language_terms(word, "english") if t not in dutch)
+        if not english:
+            continue
+        added.extend(english)
+        for term in dutch:
+            held_by[term] = tuple(dict.fromkeys((*held_by.get(term, ()), *english)))
+    if not added:
+        return reading
+    return Reading(reading.text, reading.every_sense, tuple(dict.fromkeys((*reading.terms, *added))), held_by)
 
 
 def _content_words(text: str, analyzer: Analyzer, translator: Translator) -> set[str]:
