@@ -370,6 +370,25 @@ def test_the_ballast_question_opens_with_the_per_group_table(demo):
     assert {5, 3} <= {hit["cell"] for hit in tables}
 
 
+def test_a_locate_question_opens_on_the_cell_that_draws_at_its_numbers(model):
+    """`ternary phase diagram of the air mixture at 120 K`: of two cells that draw the diagram, the one
+    whose code sets 120 K opens the hits, though the other's plot repeats more of the words."""
+    drawn = "ternary phase diagram of the oxygen nitrogen argon air mixture, phase diagram in mole fractions"
+    records = [
+        record("air.ipynb", 0, "markdown", "# Air separation\nPhase equilibria of air.", headings=["Air"]),
+        record("air.ipynb", 1, "code", "T = 100  # K\nplot_ternary(T)", headings=["Air"]),
+        record("air.ipynb", 1, "plot", f"{drawn}; {drawn}", output=0, headings=["Air"]),
+        record("air.ipynb", 2, "code", "T = 120  # K\nplot_ternary(T)", headings=["Air"]),
+        record("air.ipynb", 2, "plot", "ternary phase diagram", output=0, headings=["Air"]),
+        record("other.ipynb", 0, "markdown", f"{FILLER} of the argon plant"),
+    ]
+    searcher = Searcher(build_index(records, model), model)
+    hits = searcher.search("ternary phase diagram of the oxygen nitrogen argon air mixture at 120 K", k=1)["notebooks"][
+        0
+    ]["hits"]
+    assert (hits[0]["cell"], hits[0]["kind"]) == (2, "plot")
+
+
 def test_a_year_the_notebook_is_filed_under_counts_as_held(demo):
     """The weight estimate's text never writes its year, 2019, which its metadata holds: the
     question naming that year is answered, with the year filter or without; a year the

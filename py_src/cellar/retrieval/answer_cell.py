@@ -24,6 +24,8 @@ shown, the hits are reordered by what the question asks for (``intent``):
 - ``figure``: a locate question whose opening words name a figure (`GZ curve plotted for the
   stability check`, `T-xy diagram for water and ethanol`, `validation curve of ... versus degree`):
   of the computing cells that draw a plot (all, when none does), the answer cell, its plot first.
+  A locate or figure question's numbers name its cell as a value question's opening words do
+  (`ternary phase diagram of air at 120 K`: of the cells that draw one, the one that sets 120 K).
   A question that opens on another act is no figure question: `fitting IEC binned power curves`
   asks for the fit, and the code that fits.
 

@@ -291,8 +291,11 @@ class Searcher:
         question = asked(ranking.query)
         reading = self._read_in_english(ranking.query)
         document = (question, block_terms(ranking.terms, reading.held_by, question, self.analyzer.terms))
-        # a value question's opening words, each with its English reading: the answer cell holds them
+        # a value question's opening words, each with its English reading: the answer cell holds
+        # them; a locate question's numbers (`at 120 K`): the cell that draws or computes at them
         named = self._opening_terms(ranking, reading) if asks == "value" else []
+        if asks in ("locate", "figure"):
+            named += [tuple(self.analyzer.terms(n)) for n in dict.fromkeys(NUMBER_IN_TEXT.findall(ranking.query))]
         shown = [
             self._notebook(n, score, chunks, asks, ranking.kinds, document, named)
             for n, score, chunks in ranking.notebooks
