@@ -19,17 +19,28 @@ DEFAULT = Analyzer()
     ("text", "terms"),
     [
         ("df.groupby('key')", ["df.groupby", "df", "groupby", "key"]),
-        ("fluids.friction_factor(Re=Re)", ["fluids.friction_factor", "fluids", "friction", "factor", "re", "re"]),
+        (
+            "fluids.friction_factor(Re=Re)",
+            ["fluids.friction_factor", "fluids", "friction_factor", "friction", "factor", "re", "re"],
+        ),
         ("median_house_value", ["median_house_value", "median", "house", "value"]),
         ("RandomForestRegressor", ["randomforestregressor", "random", "forest", "regressor"]),
         ("HTTPServer XMLHttpRequest", ["httpserver", "http", "server", "xmlhttprequest", "xml", "http", "request"]),
-        ("np.random.RandomState", ["np.random.randomstate", "np", "random", "state"]),
+        ("np.random.RandomState", ["np.random.randomstate", "np", "random", "randomstate", "state"]),
+        ("res.gas_beta", ["res.gas_beta", "res", "gas_beta", "gas", "beta"]),
         ("__init__ x_1", ["__init__", "init", "x_1", "x", "1"]),
         ("x-axis", ["x-axis", "x", "axis"]),  # a one-letter part: kept whole, like a code
     ],
 )
 def test_identifiers_keep_the_whole_and_split_into_parts(text, terms):
     assert UNSTEMMED.terms(text) == terms
+
+
+@pytest.mark.parametrize("attribute", ["gas_beta", "friction_factor", "RandomState", "max_iter"])
+def test_a_question_naming_an_attribute_holds_no_word_the_cell_lacks(attribute):
+    """A cell writes an attribute after its object (`res.gas_beta`); the question names it alone."""
+    cell = set(DEFAULT.terms(f"print(res.{attribute})"))
+    assert set(DEFAULT.query_terms(f"what is the {attribute}")) <= cell
 
 
 @pytest.mark.parametrize(

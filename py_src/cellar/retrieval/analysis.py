@@ -11,7 +11,9 @@ once (memoised) into its terms:
 - code identifiers: the whole identifier is kept verbatim (``fluids.friction_factor``,
   ``df.groupby``) and its parts are split on ``.``, ``-``, ``_`` and camelCase boundaries and
   analysed as words (``fluids``, ``friction``, ``factor``); a camelCase word without separators is
-  itself a word (``DataFrame`` -> ``datafram``, ``data``, ``frame``);
+  itself a word (``DataFrame`` -> ``datafram``, ``data``, ``frame``); each segment of a dotted
+  name is also read as a token of its own (``res.gas_beta`` -> ``gas_beta`` too), so that a
+  question naming an attribute meets the cell that writes it after its object;
 - numbers stay whole: ``1284.6``, ``3.5e-3``; a thousands separator is removed (``1,284.6`` ->
   ``1284.6``, the English reading of ``[1-9]d{0,2}(,ddd)+``); any other digit-comma-digit is read as a
   Dutch decimal comma and kept both ways (``0,815`` -> ``0.815``, ``0``, ``815``: code such as
@@ -266,6 +268,12 @@ class _Expansion:
             # words (``12-inch``, ``30-olie``): its parts alone, so that a query's compound is no
             # missing word when the archive holds its parts apart.
             return _unique(chain.from_iterable(self.tokens[piece] for piece in pieces))
+        segments = folded.split(".")
+        if len(segments) > 1:
+            # A dotted name (``res.gas_beta``): the whole verbatim, and each segment read as a
+            # token of its own, so that a question naming the attribute alone (``gas_beta``)
+            # meets the cell that writes it after its object.
+            return _unique(chain((lower,), *(self.tokens[segment] for segment in segments)))
         parts = [p.casefold() for piece in _SEPARATORS.split(folded) for p in _CAMEL.findall(piece)]
         if not parts:
             return ()
