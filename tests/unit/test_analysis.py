@@ -55,6 +55,7 @@ def test_a_question_naming_an_attribute_holds_no_word_the_cell_lacks(attribute):
         ("E-407", ["e-407", "e", "407"]),
         ("2019-01-01", ["2019-01-01", "2019", "01"]),
         ("50mm", ["50mm", "50", "mm"]),
+        ("3.5mm", ["3.5mm", "3", "5", "mm"]),  # a number's decimals are no dotted name's segment
     ],
 )
 def test_numbers_and_codes_stay_whole(text, terms):

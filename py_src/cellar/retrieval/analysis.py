@@ -269,10 +269,11 @@ class _Expansion:
             # missing word when the archive holds its parts apart.
             return _unique(chain.from_iterable(self.tokens[piece] for piece in pieces))
         segments = folded.split(".")
-        if len(segments) > 1:
+        if len(segments) > 1 and not folded[0].isdigit():
             # A dotted name (``res.gas_beta``): the whole verbatim, and each segment read as a
             # token of its own, so that a question naming the attribute alone (``gas_beta``)
-            # meets the cell that writes it after its object.
+            # meets the cell that writes it after its object. Not a number's (``3.5mm`` holds
+            # no ``5mm``).
             return _unique(chain((lower,), *(self.tokens[segment] for segment in segments)))
         parts = [p.casefold() for piece in _SEPARATORS.split(folded) for p in _CAMEL.findall(piece)]
         if not parts:
