@@ -133,6 +133,9 @@ def test_words(word, english):
         ("tangentiele", ("tangential",)),
         ("gestratificeerde", ("stratify",)),  # a participle: its stem without ge-
         ("generatie", ("generation",)),  # a word that begins with ge
+        ("normaliseert", ("normalize",)),  # a verb in -iseren, its present
+        ("gecategoriseerd", ("categorize",)),  # and its participle, k before a as c
+        ("analyseren", ("analyze",)),  # a verb in -yseren
     ],
 )
 def test_words_of_latin_make_the_vocabulary_lacks_read_by_their_regular_ending(word, english):
@@ -146,6 +149,21 @@ def test_irregular_endings_and_short_stems_are_not_guessed():
     """-ie is -ion or -y (energy), -eer is -ate, -e or nothing (simulate): without the
     vocabulary's word they stay Dutch, as does a regular ending after fewer than 4 letters."""
     assert Translator(TABLE, (), ENGLISH).translate(["energie", "gesimuleerd", "portie"]) == []
+
+
+def test_a_verb_in_iseren_is_latin_and_no_compound():
+    """normaliseert and minimaliseren are verbs of Latin make, not norma + lis + eert (iris,
+    honours) nor mini + mali + seren, though the table knows those parts."""
+    table = {**TABLE, "norma": ("norm",), "lis": ("iris",), "mini": ("miniskirt",), "mali": ("mali",)}
+    translator = Translator(table, (), ENGLISH)
+    read = translator.translate(["normaliseert", "minimaliseren"])
+    assert [t.english for t in read] == [("normalize",), ("minimalize",)]
+
+
+def test_an_inflection_ending_alone_is_no_compounds_tail():
+    """kalibreren and itereren end in the ending -eren, which the table also holds as a noun
+    (eren, honours): a verb the vocabulary lacks stays Dutch rather than read as honours."""
+    assert Translator(TABLE, (), ENGLISH).translate(["kalibreren", "itereren"]) == []
 
 
 def test_a_superlative_reads_as_its_adjective():

@@ -21,7 +21,8 @@ translations of its words:
   lacks is read as its English cognate when that is a whole word of the model's vocabulary
   (``harmonische`` -> harmonic, ``thermisch`` -> thermal, ``numerieke`` -> numerical), or when
   it is not and the word has a Latin or Greek ending that maps one to one (``viscositeit`` ->
-  viscosity, ``laminaire`` -> laminar: ``_COGNATES``), or as the
+  viscosity, ``laminaire`` -> laminar: ``_COGNATES``; a verb in -iseren, ``normaliseert`` ->
+  normalize, before any compound, as no Dutch compound ends so), or as the
   English word an inflection ending hides (``mediane`` -> median), or as the English word a
   compound ends in (``debietmeter`` -> meter); a word that is itself a whole word of that
   vocabulary is read as English and not translated (``broadcasting``, ``bar``), and so is a name
@@ -75,14 +76,16 @@ _ENDINGS = (
     ("heden", "heid"), ("eren", ""), ("zen", "s"), ("ven", "f"), ("ing", ""), ("en", ""), ("de", ""), ("te", ""),
     ("s", ""), ("e", ""), ("d", ""), ("t", ""),
 )  # fmt: skip
+_ENDING_WORDS = frozenset(ending for ending, _ in _ENDINGS)
 # Dutch endings of words that English shares (cognates), longest first where they overlap, their
 # English forms, and the one regular enough to trust without the English vocabulary (or none). A
 # word the table lacks is read as the first English form that is a whole word of the vocabulary;
 # failing that (and failing a compound), with the regular form: the model's 30,000 words
 # lack much of engineering (laminar, viscosity, isentropic, tolerance, condensate), while Latin and
 # Greek endings map one to one (laminair -> laminar, viscositeit -> viscosity, isotroop ->
-# isotropic, classificeer -> classify). The irregular ones guess (-ie is -ion or -y; -eer is -ate,
-# -e or nothing: simuleer, combineer, converteer) and need the vocabulary's word.
+# isotropic, classificeer -> classify, normaliseer -> normalize). The irregular ones guess (-ie is
+# -ion or -y; -eer is -ate, -e or nothing: simuleer, combineer, converteer, comprimeer) and need
+# the vocabulary's word.
 _COGNATES = (
     ("ificeer", ("ify",), "ify"), ("ifieer", ("ify",), "ify"), ("iteit", ("ity",), "ity"), ("teit", ("ty",), ""),
     ("antie", ("ance", "ancy"), "ance"), ("entie", ("ence", "ency"), "ence"), ("atie", ("ation",), "ation"),
@@ -91,7 +94,8 @@ _COGNATES = (
     ("ieke", ("ic", "ical"), ""), ("iek", ("ic", "ical"), ""), ("iele", ("ial",), "ial"),
     ("ieel", ("ial",), "ial"), ("ieve", ("ive",), "ive"), ("ief", ("ive",), "ive"), ("isme", ("ism",), "ism"),
     ("air", ("ar", "ary"), "ar"), ("uur", ("ure",), "ure"), ("oop", ("opic",), "opic"), ("ica", ("ics",), "ics"),
-    ("aat", ("ate",), "ate"), ("een", ("ene",), "ene"), ("aan", ("an", "ane"), ""), ("eer", ("ate", "e", ""), ""),
+    ("aat", ("ate",), "ate"), ("een", ("ene",), "ene"), ("aan", ("an", "ane"), ""),
+    ("yseer", ("yze", "yse"), "yze"), ("iseer", ("ize", "ise"), "ize"), ("eer", ("ate", "e", ""), ""),
     ("aal", ("al",), ""), ("ale", ("al",), ""), ("ele", ("al",), ""), ("eel", ("al",), ""),
 )  # fmt: skip
 MIN_COGNATE_STEM = 4  # letters before a regular ending read without the vocabulary (capaciteit: 5)
@@ -103,6 +107,7 @@ _PARTICLES = frozenset(
     "aan af bij door in mee na om onder op over toe uit voor weg terug samen be ge her ont ver er".split()
 )
 _VERB_ENDINGS = ("d", "t", "de", "te", "ing")  # a tail that ends so may be a verb's form
+_LATIN_VERBS = ("ize", "yze")  # the regular cognates of verbs no Dutch compound ends like: -iseren, -yseren
 _PREFIXES = ("be", "ge", "ont", "ver", "her")  # a verb's inseparable prefixes
 # Question words, beside the analyser's Dutch stop words: never translated (``waar`` is "where",
 # not the dictionary's "true").
@@ -376,6 +381,12 @@ class Translator:
         found = self._lookup(word, part=depth > 0)
         if found or depth > 1:
             return (found,) if found else ()
+        if depth == 0:
+            # A verb in -iseren or -yseren is Latin, no compound: normaliseert is no norma + lis +
+            # eert (iris, honour), minimaliseren no mini + mali + seren.
+            latin = self._regular_cognate(word, _LATIN_VERBS)
+            if latin:
+                return ((latin,),)
         # A compound: the longest known tail (the head word of a Dutch compound), then what is left
         # before it, which may itself be a compound. A stop word is no compound's head (benzeen is
         # no benz + een, propaan no prop + aan), though a part before it may be one (voorbeeld).
@@ -397,11 +408,10 @@ class Translator:
                     return (tail, *head)
         if depth > 0:
             return ()
-        # A word of Latin or Greek make that the vocabulary lacks: its regular cognate, from the
-        # most English spelling (kalibratie -> calibration, not kalibration).
-        for stem, _, regular in self._cognates(word):
-            if regular and len(stem) >= MIN_COGNATE_STEM and stem == _spellings(stem)[-1]:
-                return ((stem + regular,),)
+        # A word of Latin or Greek make that the vocabulary lacks: its regular cognate.
+        cognate = self._regular_cognate(word)
+        if cognate:
+            return ((cognate,),)
         # A compound whose head part is unknown: its tail's reading, which names what the whole
         # is (debietmeter -> meter, zogverlies -> loss, tilterugslagklep -> valve; see _tail).
         for cut in range(MIN_PART, len(word) - MIN_ENGLISH_PART + 1):
@@ -410,14 +420,30 @@ class Translator:
                 return (tail,)
         return ()
 
+    def _regular_cognate(self, word: str, endings: Sequence[str] | None = None) -> str:
+        """``word``'s regular cognate (``_COGNATES``; only those ending in one of ``endings`` when
+        given), from the most English spelling (kalibratie -> calibration, not kalibration); ""
+        when it has none."""
+        for stem, _, regular in self._cognates(word):
+            if regular and len(stem) >= MIN_COGNATE_STEM and stem == _spellings(stem)[-1]:
+                if endings is None or regular in endings:
+                    return stem + regular
+        return ""
+
     def _tail(self, head: str, tail: str) -> tuple[str, ...]:
         """The reading of a compound's ``tail`` when its ``head`` is unknown: an English word of
         at least four letters after as many (a name's end is no part: Kelmarsh), or a noun of the
         table as written or plural (not what an ending leaves of a verb: beoordeelt holds no eelt,
         callus, nor gekalibreerd eer, honour). A verb's particle or prefix is no head (toegepast
         is applied, not toe + gepast), nor a verb's noun in -ing after its prefix a compound
-        (ontwatering is dewatering, no ontwa + tering, consumption; ontkoppeling no ling)."""
-        if tail in self.stop or head in _PARTICLES or (head.startswith(_PREFIXES) and tail.endswith("ing")):
+        (ontwatering is dewatering, no ontwa + tering, consumption; ontkoppeling no ling). Nor is
+        an inflection ending alone a tail: kalibreren is no kalibr + eren, honours."""
+        if (
+            tail in self.stop
+            or tail in _ENDING_WORDS
+            or head in _PARTICLES
+            or (head.startswith(_PREFIXES) and tail.endswith("ing"))
+        ):
             return ()
         if tail in self.english:
             return (tail,) if len(head) >= MIN_ENGLISH_PART else ()
