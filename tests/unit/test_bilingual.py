@@ -166,6 +166,24 @@ def test_an_inflection_ending_alone_is_no_compounds_tail():
     assert Translator(TABLE, (), ENGLISH).translate(["kalibreren", "itereren"]) == []
 
 
+def test_an_english_noun_in_its_dutch_plural_is_a_compounds_part():
+    """hoofdmotoren are main motors and druksensoren pressure sensors, not hoofdmo + toren
+    (tower); and with a head the table lacks, elektromotoren are motors."""
+    table = {**TABLE, "hoofd": ("main",), "toren": ("tower",)}
+    translator = Translator(table, (), {*ENGLISH, "motor", "sensor"})
+    read = translator.translate(["hoofdmotoren", "druksensoren", "elektromotoren"])
+    assert [t.parts for t in read] == [(("motor",), ("main",)), (("sensor",), ("edition", "pressure")), (("motor",),)]
+
+
+def test_a_linking_s_comes_before_a_tail_read_from_a_stem():
+    """geluidsmeting is geluid + s + meting (measurement), not geluid + smeting read through
+    smet (spot); a tail the table or English holds as written keeps its s (tank + stand)."""
+    table = {**TABLE, "geluid": ("noise",), "meting": ("measurement",), "smet": ("spot",), "tank": ("tank",)}
+    translator = Translator(table, (), {*ENGLISH, "stand"})
+    read = translator.translate(["geluidsmeting", "tankstand"])
+    assert [t.parts for t in read] == [(("measurement",), ("noise",)), (("stand",), ("tank",))]
+
+
 def test_a_superlative_reads_as_its_adjective():
     """grootste is groot's superlative (large), not groots (grand) plus -te; a word whose form
     without -e the table holds keeps it (laatste: laatst, last, not laat, late)."""

@@ -16,8 +16,10 @@ translations of its words:
   word) is looked up as written, then without a plural or inflection ending (``leidingen`` ->
   ``leiding``, ``verliezen`` -> ``verlies``), then as a compound of two headwords with an optional
   linking ``s``/``e``/``en`` (``drukverlies`` -> ``druk`` + ``verlies`` -> pressure loss), the
-  longest known last part (the head of a Dutch compound) first, the part before it perhaps a
-  compound too, a part that is a whole English word read as one (``windpark``); a word the table
+  longest known last part (the head of a Dutch compound) first, unless a linking ``s`` leaves a
+  part the table holds as written (``geluidsmeting``: meting, not smeting), the part before it
+  perhaps a compound too, a part that is a whole English word read as one (``windpark``), or
+  an English noun in its Dutch plural (``hoofdmotoren``: motor, not toren); a word the table
   lacks is read as its English cognate when that is a whole word of the model's vocabulary
   (``harmonische`` -> harmonic, ``thermisch`` -> thermal, ``numerieke`` -> numerical), or when
   it is not and the word has a Latin or Greek ending that maps one to one (``viscositeit`` ->
@@ -101,6 +103,7 @@ _COGNATES = (
 MIN_COGNATE_STEM = 4  # letters before a regular ending read without the vocabulary (capaciteit: 5)
 COGNATE_RATIO = 0.6  # how alike a sense must be spelled to come first (_cognate_first)
 MIN_ENGLISH_PART = 4  # letters of a compound's part read as an English word (wind + park)
+MIN_PLURAL_STEM = 5  # letters of an English noun read in a compound's Dutch plural part (motor of motoren)
 _LINKS = ("", "s", "e", "en")  # linking letters between the parts of a compound
 # A verb's separable particles and inseparable prefixes: the start of a verb, not a compound's head.
 _PARTICLES = frozenset(
@@ -336,6 +339,8 @@ class Translator:
                 return self._noun_first(word, forms, senses) if plural else senses
         if part and len(word) >= MIN_ENGLISH_PART and word in self.english:
             return (word,)
+        if part and self._english_plural(word):
+            return (self._english_plural(word),)
         # an inflected English word (mediane -> median), not as a compound's part: swarmte, of
         # verdampingswarmte, is no swarm + te but s + warmte
         for form in forms[1:] if not part else ():
@@ -396,6 +401,11 @@ class Translator:
             tail = self._lookup(word[cut:], part=True) if word[cut:] not in self.stop else ()
             if not tail:
                 continue
+            written = word[cut:] in self.table or word[cut:] in self.english
+            if word[cut] == "s" and not written and word[cut + 1 :] in self.table:
+                # a linking s before a tail the table holds as written (geluid + s + meting)
+                # rather than a tail read from its stem (smeting: smet, spot)
+                continue
             for link in _LINKS:
                 head_word = word[:cut]
                 if link and not head_word.endswith(link):
@@ -420,6 +430,13 @@ class Translator:
                 return (tail,)
         return ()
 
+    def _english_plural(self, word: str) -> str:
+        """The English noun that ``word`` is the Dutch plural (-en) of, of at least
+        ``MIN_PLURAL_STEM`` letters (motoren: motor, sensoren: sensor), else "": as a compound's
+        last part, hoofdmotoren is main + motor, not hoofdmo + toren (tower)."""
+        noun = word[:-2]
+        return noun if word.endswith("en") and len(noun) >= MIN_PLURAL_STEM and noun in self.english else ""
+
     def _regular_cognate(self, word: str, endings: Sequence[str] | None = None) -> str:
         """``word``'s regular cognate (``_COGNATES``; only those ending in one of ``endings`` when
         given), from the most English spelling (kalibratie -> calibration, not kalibration); ""
@@ -434,7 +451,7 @@ class Translator:
         """The reading of a compound's ``tail`` when its ``head`` is unknown: an English word of
         at least four letters after as many (a name's end is no part: Kelmarsh), or a noun of the
         table as written or plural (not what an ending leaves of a verb: beoordeelt holds no eelt,
-        callus, nor gekalibreerd eer, honour). A verb's particle or prefix is no head (toegepast
+        callus, nor gekalibreerd eer, honour), else an English noun in its Dutch plural. A verb's particle or prefix is no head (toegepast
         is applied, not toe + gepast), nor a verb's noun in -ing after its prefix a compound
         (ontwatering is dewatering, no ontwa + tering, consumption; ontkoppeling no ling). Nor is
         an inflection ending alone a tail: kalibreren is no kalibr + eren, honours."""
@@ -452,7 +469,10 @@ class Translator:
         else:
             forms = self._forms(tail)
         form = next((f for f in forms if f in self.table), None)
-        return self._lookup(tail, part=True) if form and len(form) >= MIN_ENGLISH_PART else ()
+        if form and len(form) >= MIN_ENGLISH_PART:
+            return self._lookup(tail, part=True)
+        plural = self._english_plural(tail)  # (elektromotoren: motor, the table knowing neither)
+        return (plural,) if plural and len(head) >= MIN_ENGLISH_PART else ()
 
 
 @dataclass(frozen=True)
