@@ -184,6 +184,15 @@ def test_a_linking_s_comes_before_a_tail_read_from_a_stem():
     assert [t.parts for t in read] == [(("measurement",), ("noise",)), (("stand",), ("tank",))]
 
 
+def test_an_adjective_in_baar_reads_as_its_verb():
+    """-baar makes a verb's adjective (-able): meetbaar (measurable) and differentieerbaar
+    (differentiable) are no compounds of baar (cash, stretcher)."""
+    table = {**TABLE, "baar": ("cash", "stretcher"), "meet": ("measure",)}
+    translator = Translator(table, (), {*ENGLISH, "differentiate"})
+    read = translator.translate(["meetbaar", "differentieerbaar"])
+    assert [t.english for t in read] == [("measure",), ("differentiate",)]
+
+
 def test_a_superlative_reads_as_its_adjective():
     """grootste is groot's superlative (large), not groots (grand) plus -te; a word whose form
     without -e the table holds keeps it (laatste: laatst, last, not laat, late)."""

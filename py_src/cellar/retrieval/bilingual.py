@@ -72,10 +72,11 @@ _CAPITALISED = re.compile(r"(?<![\w'])[A-Z][a-z\u00df-\u00ff]+\b")
 _SENTENCE_START = re.compile(r"(?:^|[.!?:]|\n)[\s#>*|(\[\-\d.)\"'`]*$")
 # Inflection endings of a Dutch word, longest first, with what replaces them: plurals (-en, -s),
 # adjective -e, the spelling changes of a plural (verliezen -> verlies, golven -> golf, snelheden ->
-# snelheid: not snel + heden, today; raderen -> rad: not rad + eren, honour), a verb's noun (-ing) and
-# participles (-d, -t, -de, -te); each stem is also tried as a verb (+ -en).
+# snelheid: not snel + heden, today; raderen -> rad: not rad + eren, honour), a verb's noun (-ing),
+# participles (-d, -t, -de, -te) and a verb's adjective in -baar (meetbaar -> meet, measurable: not
+# meet + baar, cash); each stem is also tried as a verb (+ -en). None is a compound's part.
 _ENDINGS = (
-    ("heden", "heid"), ("eren", ""), ("zen", "s"), ("ven", "f"), ("ing", ""), ("en", ""), ("de", ""), ("te", ""),
+    ("baar", ""), ("heden", "heid"), ("eren", ""), ("zen", "s"), ("ven", "f"), ("ing", ""), ("en", ""), ("de", ""), ("te", ""),
     ("s", ""), ("e", ""), ("d", ""), ("t", ""),
 )  # fmt: skip
 _ENDING_WORDS = frozenset(ending for ending, _ in _ENDINGS)
@@ -398,7 +399,8 @@ class Translator:
         # A verb's inseparable prefix, joined without a linking letter, is no part: what follows
         # it is read alone (verpompt pumps, verdampt vaporises: no far + pump, side + damp).
         for cut in range(MIN_PART, len(word) - MIN_PART + 1):
-            tail = self._lookup(word[cut:], part=True) if word[cut:] not in self.stop else ()
+            ending = word[cut:] in self.stop or word[cut:] in _ENDING_WORDS  # no part: meetbaar is no meet + baar
+            tail = self._lookup(word[cut:], part=True) if not ending else ()
             if not tail:
                 continue
             written = word[cut:] in self.table or word[cut:] in self.english
