@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cellar.records import KINDS
-from cellar.retrieval.answer_cell import diverse, intent, naming_shares, order_hits
+from cellar.retrieval.answer_cell import diverse, intent, naming_shares, order_hits, stating_rows
 
 
 @pytest.mark.parametrize(
@@ -38,6 +38,9 @@ from cellar.retrieval.answer_cell import diverse, intent, naming_shares, order_h
         ("Affiniteitswetten van de pomp bij 1700 rpm", "locate"),
         ("Waar staat de GZ-kromme van het vrachtschip uit 2016?", "locate"),
         ("how accurate are the k-means clusters on the digits", "locate"),  # k-means: no "means"
+        # a dotted name names code: no histogram here, but a timing
+        ("np.histogram timing on a million points", "value"),
+        ("histogram of a million points", "figure"),
     ],
 )
 def test_intent(query, asks):
@@ -110,3 +113,19 @@ def test_a_value_question_opens_on_the_cell_that_names_what_it_asks():
     assert shares == {1: 1 / 3, 2: 1.0}
     assert order_hits(chunks, example, 0, kinds, "value")[0] == (2, 0.9)
     assert order_hits(chunks, example, 0, kinds, "value", naming=shares)[0] == (4, 0.5)
+
+
+def test_a_value_question_of_a_known_kind_opens_on_the_output_that_states_one():
+    """`rekentijd van de trage loop`: the set-up cell's output (the reciprocals) and the timing
+    both follow the words the question opens on; the output that states a time names the cell."""
+    example = records((0, "markdown", None), (1, "code", None), (1, "scalar", 0), (2, "code", None), (2, "stream", 0))
+    example[2]["quote"], example[4]["quote"] = "array([0.111, 0.25, 1.0])", "2.61 s ± 192 ms per loop"
+    kinds = [KINDS.index(r["kind"]) for r in example]
+    stating = stating_rows(example, 0, ("time",))
+    assert stating.tolist() == [4]
+    assert stating_rows(example, 0, ("pressure",)).tolist() == []
+    chunks = [(2, 0.6), (1, 0.5), (4, 0.4)]
+    loop = [1, 2, 3]  # the rows holding `loop`
+    assert order_hits(chunks, example, 0, kinds, "value", naming=naming_shares([loop], example, 0))[0] == (2, 0.6)
+    shares = naming_shares([loop, stating.tolist()], example, 0)
+    assert order_hits(chunks, example, 0, kinds, "value", naming=shares)[0] == (4, 0.4)

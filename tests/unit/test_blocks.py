@@ -126,6 +126,16 @@ def test_the_kind_of_quantity_asked_and_a_block_of_another_kind():
     assert not holds_quantity("a bush whose clearance exceeds 3 mm", asked("how often is it renewed"), analyse)
 
 
+def test_a_computing_time_is_a_time():
+    """A notebook times its code (`%timeit`): `runtime`, `how slow`, `rekentijd` ask for a time,
+    and a timing in milli-, micro- or nanoseconds states one."""
+    for question in ("runtime of the grid search", "how slow is attribute access", "rekentijd van de loop"):
+        assert "time" in asked(question).families, question
+    timing = asked("timing of the vectorised sum")
+    for quote in ("3.98 µs ± 20.5 ns per loop", "10 loops, best of 3: 22.3 ms per loop"):
+        assert holds_quantity(quote, timing, analyse), quote
+
+
 def test_a_kilonewton_is_no_knot():
     """``kn`` is a knot or, carelessly written, a kilonewton; ``kN`` is only the force: a line's
     breaking load does not answer the design wind (`ontwerpwind`, a speed)."""

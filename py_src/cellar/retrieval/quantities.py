@@ -32,6 +32,9 @@ UNITS: dict[str, tuple[str, ...]] = {
     "torque": ("nm", "knm"),
     "time": (
         "s",
+        "ms",
+        "µs",
+        "ns",
         "sec",
         "seconds",
         "second",
@@ -85,7 +88,8 @@ NOUN_FAMILIES: dict[str, tuple[str, ...]] = {
     "load": ("force", "mass"), "belasting": ("force", "mass"), "force": ("force",), "kracht": ("force",),
     "pull": ("force", "mass"), "tension": ("force", "mass"),
     "torque": ("torque",), "koppel": ("torque",),
-    "time": ("time",), "tijd": ("time",), "duration": ("time",), "duur": ("time",), "period": ("time",),
+    "time": ("time",), "tijd": ("time",), "duration": ("time",), "timing": ("time",), "runtime": ("time",),
+    "latency": ("time",), "duur": ("time",), "period": ("time",),
     "periode": ("time",), "interval": ("time",),
     "temperature": ("temperature",), "temperatuur": ("temperature",),
     "angle": ("angle",), "hoek": ("angle",),
@@ -103,7 +107,7 @@ _ASKING = (
     (re.compile(r"\bhow\s+often\b|\bhoe\s+vaak\b", re.I), ("time",)),
     (re.compile(r"\bhow\s+long\b|\bhoe\s+lang\b", re.I), ("time", "length")),
     (re.compile(r"\bhow\s+heavy\b|\bhoe\s+zwaar\b", re.I), ("mass", "force")),
-    (re.compile(r"\bhow\s+fast\b|\bhoe\s+snel\b", re.I), ("speed", "frequency", "time")),
+    (re.compile(r"\bhow\s+(?:fast|slow)\b|\bhoe\s+(?:snel|traag)\b", re.I), ("speed", "frequency", "time")),
     (re.compile(r"\bhow\s+hot\b|\bhoe\s+(?:heet|warm)\b", re.I), ("temperature",)),
 )  # fmt: skip
 # Open asking words: the kind comes from a quantity noun anywhere in the question ("how low did

@@ -61,7 +61,7 @@ import numpy as np
 
 from cellar.records import KINDS, Answer, Hit, NeighbourhoodEntry, NotebookResult
 from cellar.retrieval.analysis import Analyzer
-from cellar.retrieval.answer_cell import head_words, intent, naming_shares, order_hits
+from cellar.retrieval.answer_cell import head_words, intent, naming_shares, order_hits, stating_rows
 from cellar.retrieval.bilingual import Reading, Translator, question_translator, read_in_english
 from cellar.retrieval.blocks import Asked, asked, block_terms, known_share, order_blocks, quantity_share, quantity_terms
 from cellar.retrieval.bm25 import summed_scores
@@ -505,11 +505,13 @@ class Searcher:
         """Notebook ``n``'s entry of the answer; its hits in ``answer_cell.order_hits``'s order for
         a question that ``asks`` for a value, a place or an explanation, of the ``kinds`` a filter
         lets through (all when empty); ``named``: a value question's opening words' terms, each
-        with its translations (the answer cell holds them)."""
+        with its translations (the answer cell holds them, and in a notebook an output that states
+        a number of the kind asked, ``answer_cell.stating_rows``)."""
         entry = self.notebooks[n]
         records = self.fragment(n)
         start = entry["start"]
-        if document is not None and records and "citation" in records[0].get("meta", {}) and not kinds:
+        blocks = bool(records) and "citation" in records[0].get("meta", {})  # a document's
+        if document is not None and blocks and not kinds:
             naming = f"{entry['title']} {entry['path']}"
             rows = order_blocks(
                 rows, records, start, document[1], document[0], self.analyzer.terms, naming, self.source.postings
@@ -519,7 +521,11 @@ class Searcher:
         holding = [
             np.concatenate([rows_within(self.source.postings(t), start, entry["end"]) for t in ts]) for ts in named
         ]
-        shares = naming_shares(holding, records, start) if named else None
+        if asks == "value" and document is not None and document[0].families and not blocks:
+            # and the kind it asks, where some output states one (else it tells no cell apart)
+            stating = stating_rows(records, start, document[0].families)
+            holding += [stating] if len(stating) else []
+        shares = naming_shares(holding, records, start) if holding else None
         for row, chunk_score in order_hits(rows, records, start, kind_of, asks, kinds, shares)[:HITS_PER_NOTEBOOK]:
             record = records[row - start]
             hit: Hit = {
