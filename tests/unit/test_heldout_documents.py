@@ -1,10 +1,13 @@
-"""The held-out gold sets over committed files (benchmarks/gold/heldout_documents*.jsonl over
-benchmarks/heldout_documents*/, heldout_english_over_dutch.jsonl over
-benchmarks/english_over_dutch/): every gold block findable by its citation and evidence, every
-gold cell holding its evidence, and the second document set keeping the mix it was written with."""
+"""The gold sets over committed files: the held-out ones (benchmarks/gold/heldout_documents*.jsonl
+over benchmarks/heldout_documents*/, heldout_english_over_dutch.jsonl over
+benchmarks/english_over_dutch/) and a third document set, documents_c.jsonl over
+benchmarks/documents_c/, which is a tuning set, not a held-out one: every gold block findable by
+its citation and evidence, every gold cell holding its evidence, and the second and third
+document sets keeping the mix they were written with."""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -18,6 +21,7 @@ SETS = {
     "heldout_documents.jsonl": ("heldout", BENCHMARKS / "heldout_documents"),
     "heldout_documents_b.jsonl": ("heldout_b", BENCHMARKS / "heldout_documents_b"),
     "heldout_english_over_dutch.jsonl": ("heldout_en_nl", BENCHMARKS / "english_over_dutch"),
+    "documents_c.jsonl": ("tuning_c", BENCHMARKS / "documents_c"),  # a tuning set
 }
 
 
@@ -57,6 +61,21 @@ def test_second_set_keeps_its_mix():
     for kind in ("report", "clause", "record", "out_of_scope"):
         assert {row["lang"] for row in rows if row["kind"] == kind} == {"en", "nl"}
     assert len({row["id"] for row in rows}) == len(rows)
+
+
+def test_third_set_keeps_its_mix():
+    """documents_c.jsonl, a tuning set: 40 questions, 30 answerable (14 report, 8 clause, 8
+    record) and 10 near misses, at least 14 in Dutch, every kind asked in both languages."""
+    rows = _gold("documents_c.jsonl")
+    assert len(rows) == 40
+    kinds = Counter(row["kind"] for row in rows)
+    assert kinds == {"report": 14, "clause": 8, "record": 8, "out_of_scope": 10}
+    assert all(bool(row["expect"]) == (row["kind"] != "out_of_scope") for row in rows)
+    assert sum(row["lang"] == "nl" for row in rows) >= 14
+    for kind in kinds:
+        assert {row["lang"] for row in rows if row["kind"] == kind} == {"en", "nl"}
+    assert [row["id"] for row in rows] == [f"c{n:02d}" for n in range(1, 41)]
+    assert all(e["path"].startswith("tuning_c/") for row in rows for e in row["expect"])
 
 
 def test_english_questions_over_the_demos_dutch_notebooks_cite_cells_that_hold_their_evidence():
