@@ -73,6 +73,22 @@ def test_the_block_that_holds_the_asked_quantity_leads():
     assert ordered[0][0] == 102  # joined though no ranker returned it: it holds 250 m3/h and `pumps`
 
 
+def test_a_block_close_in_meaning_leads_though_it_shares_no_word():
+    """`what happens if nobody responds to the alarm`: the clause that says so in other words
+    (`not acknowledged ... sounds throughout`) is closest in meaning, and no ranker returned it."""
+    clauses = [
+        "6 Alarms > 6.1 Fire alarm\nA detector that operates gives an alarm at the control panel.",
+        "6 Alarms > 6.1 Fire alarm\nWhen it is not acknowledged within 2 minutes, it sounds throughout.",
+        "6 Alarms > 6.3 Faults\nA fault is signalled by an alarm distinct from the fire alarm.",
+    ]
+    query = "what happens if nobody responds to the alarm"
+    chunks = [(100, 0.3), (102, 0.25)]  # what the rankers returned, scored as fused
+    blocks, found = records(clauses), postings(records(clauses))
+    arguments = (chunks, blocks, 100, analyse(query), asked(query), analyse, "cvs-640.clauses.json", found)
+    assert order_blocks(*arguments)[0][0] == 100
+    assert order_blocks(*arguments, closeness=[0.42, 0.61, 0.30])[0][0] == 101
+
+
 def test_without_an_asked_quantity_the_rarest_evidence_decides_and_every_shared_term_weighs_nothing():
     query = "where are the centrifugal pumps described"
     chunks = [(101, 0.9), (102, 0.85)]

@@ -290,7 +290,10 @@ class Searcher:
         # a document's blocks are ordered by their own evidence (cellar.retrieval.blocks)
         question = asked(ranking.query)
         reading = self._read_in_english(ranking.query)
-        document = (question, block_terms(ranking.terms, reading.held_by, question, self.analyzer.terms))
+        # and by their closeness in meaning, when the dense ranker ran
+        documents = any("source" in self.notebooks[n]["meta"] for n in ranking.needs)
+        vectors = self._query_vectors(ranking.query, reading) if documents and ranking.mode != "bm25" else None
+        document = (question, block_terms(ranking.terms, reading.held_by, question, self.analyzer.terms), vectors)
         # a value question's opening words, each with its English reading: the answer cell holds
         # them; a locate question's numbers (`at 120 K`): the cell that draws or computes at them
         named = self._opening_terms(ranking, reading) if asks == "value" else []
@@ -499,22 +502,26 @@ class Searcher:
         rows: Sequence[tuple[int, float]],
         asks: str = "locate",
         kinds: Sequence[str] = (),
-        document: tuple[Asked, Sequence[str]] | None = None,
+        document: tuple[Asked, Sequence[str], np.ndarray | None] | None = None,
         named: Sequence[Sequence[str]] = (),
     ) -> NotebookResult:
         """Notebook ``n``'s entry of the answer; its hits in ``answer_cell.order_hits``'s order for
         a question that ``asks`` for a value, a place or an explanation, of the ``kinds`` a filter
         lets through (all when empty); ``named``: a value question's opening words' terms, each
         with its translations (the answer cell holds them, and in a notebook an output that states
-        a number of the kind asked, ``answer_cell.stating_rows``)."""
+        a number of the kind asked, ``answer_cell.stating_rows``); ``document``: what a document's
+        blocks are ordered by (``blocks.order_blocks``), the question's ``Asked``, its block terms
+        and its vectors (None: no closeness in meaning)."""
         entry = self.notebooks[n]
         records = self.fragment(n)
         start = entry["start"]
         blocks = bool(records) and "citation" in records[0].get("meta", {})  # a document's
         if document is not None and blocks and not kinds:
             naming = f"{entry['title']} {entry['path']}"
+            question, terms, vectors = document
+            closeness = cosines(*self.source.notebook_vectors(n), vectors) if vectors is not None else ()
             rows = order_blocks(
-                rows, records, start, document[1], document[0], self.analyzer.terms, naming, self.source.postings
+                rows, records, start, terms, question, self.analyzer.terms, naming, self.source.postings, closeness
             )
         kind_of = {row: KINDS.index(records[row - start]["kind"]) for row, _ in rows}
         hits: list[Hit] = []
