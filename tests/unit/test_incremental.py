@@ -113,6 +113,22 @@ def test_a_damaged_cache_entry_is_redone(archive, tmp_path):
     assert shard_files(again.index) == _cold(archive)
 
 
+def test_a_build_leaves_the_temporary_entries_of_one_writing_beside_it(tmp_path):
+    """Two archives indexed at once into one cache: the build that finishes first removes the
+    entries it did not use, but not the other's entry being written (its rename then failed and
+    the other build stopped with "cannot write the shard"); a temporary left by a dead build goes."""
+    cache = incremental.Cache(tmp_path)
+    folder = tmp_path / "ab"
+    folder.mkdir()
+    unused, writing, left = folder / "abc.bin", folder / ".abd.bin.4242.tmp", folder / ".abe.bin.4141.tmp"
+    for file in (unused, writing, left):
+        file.write_bytes(b"part")
+    hours_ago = time.time() - 2 * incremental.STALE_TEMPORARY_SECONDS
+    os.utime(left, (hours_ago, hours_ago))
+    assert cache.finish({"a.ipynb": "abf"}) == 1
+    assert sorted(file.name for file in folder.iterdir()) == [writing.name]
+
+
 def test_the_process_pool_gives_the_same_shard(archive):
     pooled = build_index_from_directory(archive, MODEL, workers=2)
     assert shard_files(pooled.index) == _cold(archive)

@@ -13,8 +13,9 @@ bytes. An entry is one file, ``<dir>/<key[:2]>/<key>.bin`` (``cellar.retrieval.p
 format: the part's arrays and its entries' containers as raw bytes, the rest in the header). An
 unchanged notebook is read from it; a moved one (the same bytes at another path) is chunked
 again, as its chunk ids and rule metadata depend on its path, but reuses the terms and embeddings of every chunk whose text is unchanged. ``last-build.json``
-lists the previous build's paths, to count what left the archive; entries no build uses any more
-are removed after each build.
+lists the previous build's paths, to count what left the archive; the entries a build did not use
+are removed after it, but for the temporary files of a build writing beside it (two archives
+indexed at once with one cache only cost each other their entries, never a build).
 
 ``prepare_batch`` is what a worker runs (a local process or a Dask worker): it loads the model
 once per process and keeps it.
@@ -25,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -54,6 +56,9 @@ NO_READING = Reading()  # a chunk of a file not read as Dutch
 PROSE_KINDS = ("markdown", "text")  # the chunks whose words tell a file's language
 SEPARATOR = "\x00"  # between the terms of a chunk in a cache entry
 LAST_BUILD = "last-build.json"
+# A cache's temporary entry older than this was left by a build that died; a younger one may be
+# another build's, writing beside this one into the same cache (two archives, one --cache).
+STALE_TEMPORARY_SECONDS = 3600
 _PACKAGE = Path(__file__).resolve().parents[1]
 # The source files whose code decides what a notebook's chunks, terms and embeddings are.
 PIPELINE_SOURCES = (
@@ -537,7 +542,18 @@ class Cache:
             if not folder.is_dir() or len(folder.name) != 2:
                 continue
             for entry in folder.iterdir():
+                if entry.name.startswith(".") and not _stale(entry):
+                    continue  # another build, sharing the cache, is writing it
                 if entry.name.split(".")[0] not in keep:
                     entry.unlink(missing_ok=True)
                     removed += entry.suffix == ".bin"
         return removed
+
+
+def _stale(temporary: Path) -> bool:
+    """Whether a temporary entry was left by a build that died (``STALE_TEMPORARY_SECONDS`` old:
+    a part is written in milliseconds), rather than being written by one running beside this."""
+    try:
+        return time.time() - temporary.stat().st_mtime > STALE_TEMPORARY_SECONDS
+    except OSError:
+        return False  # already renamed into place or removed
