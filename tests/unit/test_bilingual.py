@@ -15,6 +15,7 @@ from cellar.retrieval.bilingual import (
     load_table,
     make_table,
     parse_table,
+    question_translator,
     read_dictd,
     read_in_english,
     reading_table,
@@ -22,6 +23,7 @@ from cellar.retrieval.bilingual import (
     write_table,
 )
 from cellar.retrieval.bm25 import reading
+from cellar.retrieval.embedding import default_model
 from cellar.retrieval.incremental import chunk_terms, embedded_text, english_readings
 
 TABLE = {
@@ -432,6 +434,25 @@ def test_the_technical_table_gives_a_words_engineering_sense_and_names_a_compoun
     (folder / "table.json").write_text('{"file": "technical.tsv", "sha256": "0"}', encoding="utf-8")
     with pytest.raises(ValueError, match="technical.tsv"):
         load_table(str(folder))
+
+
+def test_the_technical_table_reads_the_words_of_marine_inspection_and_service_notes():
+    """The words of a marine firm's reports and service notes (2026-12-05), through the translator a
+    search uses: a compound of a new part (`melder`: warmtemelder was warmte + elder; `lens`: bilge,
+    not lend), a whole compound its parts mislead (hekschroef: fence screw), participles FreeDict
+    lacks (afgesteld, aangetroffen) or misreads (gemonteerd: cheerful), and `volgens` (follow)."""
+    translator = question_translator(Analyzer(), default_model().tokenizer.vocab)
+    words = ["warmtemelder", "lenspomp", "hekschroef", "afgesteld", "aangetroffen", "gemonteerd", "volgens"]
+    read = {t.word: " ".join(part[0] for part in reversed(t.parts)) for t in translator.translate(words)}
+    assert read == {
+        "warmtemelder": "heat detector",
+        "lenspomp": "bilge pump",
+        "hekschroef": "stern thruster",
+        "afgesteld": "adjusted",
+        "aangetroffen": "found",
+        "gemonteerd": "mounted",
+        "volgens": "according to",
+    }
 
 
 def chunk(kind: str, text: str) -> dict:
