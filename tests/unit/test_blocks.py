@@ -152,6 +152,15 @@ def test_a_computing_time_is_a_time():
         assert holds_quantity(quote, timing, analyse), quote
 
 
+def test_a_period_without_a_number_answers_how_often():
+    """`how often ... tested`: a clause that says `every week`, `weekly` or `jaarlijks` states a
+    period as `every twelve months` does; a word after `every` that is no unit is no period."""
+    often = asked("how often must the change-over of the power supply be tested")
+    for quote in ("are tested every week.", "a weekly test of the alarm", "wordt jaarlijks beproefd", "elke maand"):
+        assert holds_quantity(quote, often, analyse), quote
+    assert not holds_quantity("every detector and call point is tested", often, analyse)
+
+
 def test_a_kilonewton_is_no_knot():
     """``kn`` is a knot or, carelessly written, a kilonewton; ``kN`` is only the force: a line's
     breaking load does not answer the design wind (`ontwerpwind`, a speed)."""

@@ -57,6 +57,7 @@ UNITS: dict[str, tuple[str, ...]] = {
         "uur",
         "dagen",
         "weken",
+        "maand",
         "maanden",
         "jaar",
     ),  # fmt: skip
@@ -124,6 +125,12 @@ NUMBER_WORDS = frozenset(
     "one two three four five six seven eight nine ten eleven twelve fifteen twenty thirty hundred "
     "een twee drie vier vijf zes zeven acht negen tien elf twaalf vijftien twintig dertig honderd".split()
 )
+# A period stated without a number is a time: `every week`, `each month`, `elke maand` (such a
+# word before a unit word of time), and the adverbs of one (`weekly`, `jaarlijks`).
+EVERY_WORDS = frozenset("every each per elke iedere ieder".split())
+PERIOD_WORDS = frozenset(
+    "hourly daily weekly monthly quarterly yearly annually dagelijks wekelijks maandelijks jaarlijks".split()
+)
 _FAMILIES_OF: dict[str, frozenset[str]] = {}
 for _family, _units in UNITS.items():
     for _unit in _units:
@@ -190,7 +197,8 @@ def unit_word_families(word: str) -> frozenset[str]:
 
 def stated_families(text: str) -> frozenset[str]:
     """The families of the measured numbers ``text`` states: a number with a unit symbol or word,
-    or a number in words before a unit word (`every three months`)."""
+    or a number in words before a unit word (`every three months`); and a period stated without
+    a number (`tested every week`, `jaarlijks`) is a time."""
     found: set[str] = set()
     for unit in _NUMBER_UNIT.findall(text):
         unit = unit.replace(" ", "")
@@ -199,6 +207,10 @@ def stated_families(text: str) -> frozenset[str]:
     for word, after in zip(words, words[1:]):
         if word in NUMBER_WORDS and not _is_symbol(after):
             found |= _FAMILIES_OF.get(after, frozenset())
+        elif word in EVERY_WORDS and "time" in unit_word_families(after):
+            found.add("time")
+    if PERIOD_WORDS.intersection(words):
+        found.add("time")
     return frozenset(found)
 
 
