@@ -161,6 +161,17 @@ def test_a_period_without_a_number_answers_how_often():
     assert not holds_quantity("every detector and call point is tested", often, analyse)
 
 
+def test_a_unit_asked_by_name_is_its_kind():
+    """`at what rpm` asks a speed of rotation and `what kVA` a power, as `what speed` would; a
+    report that states no frequency at all holds no answer (the `quantity` evidence)."""
+    assert asked("at what rpm does the propeller of the thruster turn").families == ("frequency",)
+    assert asked("what kVA does the shore connection deliver").families == ("power",)
+    assert asked("what year was the survey held").families == ()  # a date, perhaps: no measure
+    rpm = asked("at what rpm does the propeller turn")
+    assert holds_quantity("the shaft turned at 1,480 rpm", rpm, analyse)
+    assert not holds_quantity("the motor drew 498 kW at full pitch", rpm, analyse)
+
+
 def test_a_kilonewton_is_no_knot():
     """``kn`` is a knot or, carelessly written, a kilonewton; ``kN`` is only the force: a line's
     breaking load does not answer the design wind (`ontwerpwind`, a speed)."""

@@ -39,7 +39,14 @@ from typing import Any
 
 import numpy as np
 
-from cellar.retrieval.quantities import UNITS, asked_families, families_of_noun, stated_families, unit_word_families
+from cellar.retrieval.quantities import (
+    UNITS,
+    asked_families,
+    families_of_noun,
+    stated_families,
+    symbol_families,
+    unit_word_families,
+)
 from cellar.retrieval.sources import rows_within
 
 EVIDENCE_WEIGHT = 0.5
@@ -142,7 +149,10 @@ def asked(query: str) -> Asked:
     attribute = tuple(
         word
         for word in named
-        if word in QUANTITY_NOUNS or word.endswith(DUTCH_QUANTITY_ENDINGS) or families_of_noun(word)
+        if word in QUANTITY_NOUNS
+        or word.endswith(DUTCH_QUANTITY_ENDINGS)
+        or families_of_noun(word)
+        or symbol_families(word)
     )
     families = asked_families(query, named)
     measure = bool(attribute) or bool(_MEASURE.search(query)) or bool(families)

@@ -186,7 +186,15 @@ def asked_families(query: str, nouns: Iterable[str]) -> tuple[str, ...]:
 
 
 def _named(nouns: Iterable[str]) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(family for noun in nouns for family in families_of_noun(noun)))
+    return tuple(dict.fromkeys(family for noun in nouns for family in families_of_noun(noun) or symbol_families(noun)))
+
+
+def symbol_families(word: str) -> tuple[str, ...]:
+    """The families of a unit symbol asked for by name (`at what rpm`, `in what kVA`): one of two or
+    three letters (`m` or `a` after "what" is no unit asked); a unit word (`what year`) names none,
+    as it may ask for a date rather than a measure."""
+    word = word.casefold()
+    return tuple(sorted(_FAMILIES_OF.get(word, ()))) if 2 <= len(word) <= 3 and _is_symbol(word) else ()
 
 
 def unit_word_families(word: str) -> frozenset[str]:
