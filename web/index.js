@@ -230,9 +230,18 @@ function draw(answer) {
   $("results-count").textContent = answer.refused
     ? `No answer for “${answer.query}”.`
     : `${shown.length} notebook${shown.length === 1 ? "" : "s"} for “${answer.query}”${ms ? ` (${Math.round(ms)} ms)` : ""}.`;
+  $("route").textContent = searched(answer.route);
   $("refusal").replaceChildren(...(answer.refused ? [refusal(answer)] : []));
   $("notebooks").replaceChildren(...shown.map((notebook, rank) => element("li", {}, notebookCard(notebook, rank + 1))));
   document.body.dataset.answered = answer.query;
+}
+
+// What a routed question searched first: a machine id's notes, or (when asked) the standards.
+function searched(route) {
+  if (!route || route.rule === "none") return "";
+  const fields = Object.entries(route.fields ?? {}).map(([key, value]) => `${fieldName(key)} ${value}`);
+  const first = fields.length ? `the service notes of ${fields.join(", ")}` : `the ${route.sources[0]}`;
+  return `Searched ${first} first${route.fell_back ? ", then every source" : ""}.`;
 }
 
 function refusal(answer) {

@@ -174,6 +174,14 @@ def answer_contract(answer: dict) -> dict:
     return {**{k: v for k, v in answer.items() if k not in ("timings_ms", "closest")}, "notebooks": notebooks}
 
 
+def as_the_page_searches(searcher, query: str, **options) -> dict:
+    """The answer CPython gives as the page asks (``cellar.site.bridge.search``): routed, so that a
+    question naming a machine id asks its notes first, and saying so (``route``)."""
+    from cellar.retrieval.routing import Router
+
+    return Router(searcher).search(query, **options)
+
+
 def expected_fetches(shard_dir: Path, model, query: str, k: int) -> set[str]:
     """The shard files a question needs from a cold shard: those CPython reads to answer it (the
     postings partitions of its terms and of a Dutch question's English reading, the clusters its

@@ -15,6 +15,7 @@ from playwright.sync_api import expect
 from tests.browser.conftest import (
     BOOT_TIMEOUT_MS,
     answer_contract,
+    as_the_page_searches,
     asked,
     expected_fetches,
     flip_a_byte,
@@ -82,7 +83,7 @@ def test_questions_fetch_only_what_they_need_and_answer_as_cpython(page, large_s
         ), question
         fetched |= set(requested)
 
-        assert answer_contract(answer) == answer_contract(large_searcher.search(question, k=3)), question
+        assert answer_contract(answer) == answer_contract(as_the_page_searches(large_searcher, question, k=3)), question
     # Six questions over 2,500 notebooks read a small share of the shard.
     assert len(fetched) < len(shard.files) / 10
 

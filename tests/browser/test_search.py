@@ -15,6 +15,7 @@ from tests.browser.conftest import (
     BOOT_TIMEOUT_MS,
     SCREENSHOTS,
     answer_contract,
+    as_the_page_searches,
     asked,
     expected_fetches,
     flip_a_byte,
@@ -108,10 +109,10 @@ def test_the_page_answers_as_cpython_refuses_filters_and_speaks_dutch(page, site
     # The API answers what CPython answers over the same shard (timings and page extras aside).
     contract = answer_contract
     in_page = page.evaluate("q => window.cellar.search(q, {k: 3})", BALLAST)
-    assert contract(in_page) == contract(cpython_searcher.search(BALLAST, k=3))
+    assert contract(in_page) == contract(as_the_page_searches(cpython_searcher, BALLAST, k=3))
     filtered = page.evaluate("q => window.cellar.search(q, {kinds: ['table'], year_to: 2020})", BALLAST)
     assert contract(filtered) == contract(
-        cpython_searcher.search(BALLAST, k=3, filters=Filters(kinds=("table",), year_to=2020))
+        as_the_page_searches(cpython_searcher, BALLAST, k=3, filters=Filters(kinds=("table",), year_to=2020))
     )
     # Only tables asked for: the ballast notebook still answers, with its tables.
     assert not filtered["refused"] and filtered["notebooks"][0]["path"] == BALLAST_NOTEBOOK
@@ -185,7 +186,7 @@ def test_the_page_answers_as_cpython_refuses_filters_and_speaks_dutch(page, site
     # site's shard was built (cellar.retrieval.incremental.english_readings).
     english = "prospective short-circuit current on the 690 V main switchboard of the dredger"
     in_page = page.evaluate("q => window.cellar.search(q, {k: 3})", english)
-    assert contract(in_page) == contract(cpython_searcher.search(english, k=3))
+    assert contract(in_page) == contract(as_the_page_searches(cpython_searcher, english, k=3))
     assert not in_page["refused"]
     assert in_page["notebooks"][0]["path"] == "2021/21-019 Elektrisch/kortsluiting_hoofdschakelbord_21019.ipynb"
 
@@ -200,6 +201,19 @@ def test_a_page_opened_with_a_question_and_a_project_answers_within_that_project
     expect(page.locator("#notebooks .notebook .path")).to_have_text(
         "2024/24-007 Ballastwater/ballastwater_behandeling_24007.ipynb"
     )
+
+
+def test_a_question_naming_a_machine_searches_its_notes_first_and_says_so(page, site_url):
+    """`T2-0457` is a machine of the demo's pump notes: the page asks its notes first (the field
+    rule of cellar.retrieval.routing, as `cellar search` does) and says what it searched."""
+    page.goto(f"{site_url}/?q=bearing%20noise%20on%20T2-0457")
+    answered(page, "bearing noise on T2-0457")
+    expect(page.locator("#route")).to_have_text("Searched the service notes of machine T2-0457 first.")
+    facts = page.locator("#notebooks .notebook .meta")
+    expect(facts.first).to_contain_text("machine T2-0457")
+    page.goto(f"{site_url}/?q=ballast%20tank%20volumes%20for%20the%202017%20vessel")
+    answered(page, "ballast tank volumes for the 2017 vessel")
+    expect(page.locator("#route")).to_have_text("")  # no machine named: every source at once
 
 
 def test_results_carry_the_rerender_status_fresh_outputs_and_the_stale_warning(page, site_url, screenshot):

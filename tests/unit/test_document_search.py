@@ -217,9 +217,9 @@ def test_each_source_gets_its_own_thresholds_where_the_gold_calibrates_one(built
 
 
 def test_routing_names_a_machine_or_a_requirement_and_falls_back(built, model):
-    from cellar.retrieval.routing import Router, field_values, route
+    from cellar.retrieval.routing import RULES, Router, field_values, route
 
-    values = field_values(built.index.notebooks)
+    values = field_values(entry["meta"].get("fields") for entry in built.index.notebooks)
     assert values["t2-0457"] == ("machine", "T2-0457") and "2017-03-02" not in values  # dates are not routed
     sources = ("notebook", "document", "clauses", "records")
     assert route("leakage on t2-0457?", values, sources).fields == (("machine", "T2-0457"),)
@@ -228,7 +228,7 @@ def test_routing_names_a_machine_or_a_requirement_and_falls_back(built, model):
     assert route("forepeak tank volume", values, sources).rule == "none"
     assert route("leakage on T2-0457", values, ("notebook",)).rule == "none"  # no records to route to
 
-    router = Router(Searcher(built.index, model))
+    router = Router(Searcher(built.index, model), RULES)
     answer = router.search("leakage on the cooling water pump T2-0457", k=3)
     assert answer["route"]["rule"] == "field" and answer["route"]["fields"] == {"machine": "T2-0457"}
     shown = answer["notebooks"] or answer["closest"]
@@ -266,3 +266,28 @@ def test_a_cached_records_file_gives_the_same_note_entries(tmp_path, model):
     assert warm.index.notebooks == cold.index.notebooks and warm.index.containers == cold.index.containers
     assert (warm.index.vectors == cold.index.vectors).all()
     assert [r["quote"] for r in warm.index.notebook_chunks(1)] == ["lkg at sea chest flange; tightened bolts"]
+
+
+def test_a_question_naming_a_machine_asks_its_notes_first_by_default(built, model, tmp_path, capsys):
+    """Every search routes by the field rule (the site's, `cellar search`'s, `cellar eval`'s); a
+    requirement goes to the standards first only when asked (`--route`), and a field question
+    never into a source the filters leave out."""
+    from cellar.cli import main
+    from cellar.retrieval.routing import DEFAULT_RULES, Router
+
+    router = Router(Searcher(built.index, model))
+    assert router.rules == DEFAULT_RULES == ("field",)
+    answer = router.search("seal leakage on T2-0457", k=3)
+    assert answer["route"]["rule"] == "field" and not answer["route"]["fell_back"]
+    assert {nb["meta"]["fields"]["machine"] for nb in answer["notebooks"]} == {"T2-0457"}
+    assert router.search("what cross-section must the conductor have", k=3)["route"]["rule"] == "none"
+    kept_out = router.search("seal leakage on T2-0457", k=3, filters=Filters(sources=("document",)))
+    assert kept_out["route"]["rule"] == "none"
+    with pytest.raises(ValueError, match="unknown routing rule"):
+        Router(Searcher(built.index, model), ("fields",))
+
+    write_shard(built.index, tmp_path / "shard", model)
+    assert main(["search", str(tmp_path / "shard"), "seal leakage on T2-0457"]) == 0
+    assert "searched records (field rule)" in capsys.readouterr().out  # the notes answered: no fall-back
+    assert main(["search", str(tmp_path / "shard"), "seal leakage on T2-0457", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["route"]["fields"] == {"machine": "T2-0457"}

@@ -92,10 +92,11 @@ def test_folds_are_deterministic_and_stratified():
 
 class ToySearcher:
     """A searcher whose every question has a fixed refusal evidence (coverage only) and one
-    notebook that answers; the shape ``evaluate`` and ``calibrate`` read."""
+    notebook that answers; the shape ``evaluate`` (and its router) and ``calibrate`` read."""
 
     def __init__(self, coverage: dict[str, float]) -> None:
         self.coverage = coverage
+        self.notebooks = [{"path": "nb", "meta": {}}]
         self.calibration = {"min_coverage": 0.0, "min_numbers": 0.0, "min_similarity": 0.0}
 
     def rank(self, query: str, k: int = 3, filters=None, mode: str = "hybrid") -> Ranking:

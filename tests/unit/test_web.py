@@ -96,6 +96,7 @@ def test_search_asks_once_for_the_fragments_it_needs_then_answers_as_the_searche
     from cellar.retrieval.embedding import load_model
     from cellar.retrieval.index import build_index_from_directory
     from cellar.retrieval.publish import write_shard
+    from cellar.retrieval.routing import Router
     from cellar.retrieval.search import NUMBER_IN_TEXT, Filters, Searcher
     from cellar.retrieval.shard import MANIFEST, open_shard
 
@@ -128,7 +129,7 @@ def test_search_asks_once_for_the_fragments_it_needs_then_answers_as_the_searche
         ),
         ("what is the salary of the CEO", {"k": 2}, Filters(), set()),
     ]:
-        expected = searcher.search(query, k=options.get("k", 3), filters=filters)
+        expected = Router(searcher).search(query, k=options.get("k", 3), filters=filters)  # as the page routes
         shown = expected["closest"] if expected["refused"] else expected["notebooks"]
         assert len(shown) == (1 if expected["refused"] else 3)
         terms = {

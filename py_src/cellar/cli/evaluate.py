@@ -12,6 +12,8 @@ Refusal is judged out of sample by default: the gold questions are dealt into K 
 stratified by kind, deterministic) and each fold is judged with the thresholds calibrated on the
 other folds, so no threshold is scored on a question that set it. --calibration stored judges with
 the shard's stored thresholds instead: in sample when the shard was calibrated on this gold set.
+Each question is routed as a search routes it (a record's field value named: those notes first);
+--route adds the normative rule (cellar.retrieval.routing).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pathlib import Path
 from cellar.cli.search import open_searcher
 from cellar.retrieval.embedding import default_model_dir
 from cellar.retrieval.evaluation import CALIBRATIONS, FOLDS, read_gold, scorecards
+from cellar.retrieval.routing import DEFAULT_RULES, RULES
 from cellar.retrieval.search import MODES
 
 COLUMNS = (
@@ -66,7 +69,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help=f"folds of the out-of-sample calibration (default {FOLDS})",
     )
     parser.add_argument(
-        "--route", action="store_true", help="route each question to one source first (cellar.retrieval.routing)"
+        "--route",
+        action="store_true",
+        help="route a normative question to the clauses first too (every question naming a record's field value goes to those notes first: cellar.retrieval.routing)",
     )
     parser.add_argument(
         "--model",
@@ -86,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     modes = MODES if args.mode == "all" else (args.mode,)
     try:
-        cards = scorecards(searcher, gold, modes, args.calibration, args.folds, args.route)
+        cards = scorecards(searcher, gold, modes, args.calibration, args.folds, RULES if args.route else DEFAULT_RULES)
     except ValueError as error:
         print(f"cellar eval: {error}", file=sys.stderr)
         return 2

@@ -3,8 +3,10 @@
 [--field KEY=VALUE ...] [--route] [--model DIR]`: search a shard.
 
 --source keeps notebooks, documents, clause collections or records (repeatable); --field keeps
-the service notes whose structured field KEY is VALUE (`--field machine=T2-0457`). --route asks
-one source first and falls back to all (cellar.retrieval.routing) and says what it searched.
+the service notes whose structured field KEY is VALUE (`--field machine=T2-0457`). A question that
+names a note's field value (a machine id, a fault code) asks those notes first and falls back to
+every source when they cannot answer; --route also asks a normative question (shall, must,
+vereist) the clause collections first (cellar.retrieval.routing). The listing says what was searched.
 
 Prints the answer contract of DESIGN.md as JSON (--json) or a readable listing. Exit status: 0
 with an answer; 3 when the answer is a refusal; 2 for unusable arguments or an unusable shard
@@ -22,7 +24,7 @@ from cellar.cli.progress import shown
 from cellar.records import KINDS, Answer
 from cellar.retrieval.embedding import default_model_dir, load_model
 from cellar.retrieval.filters import SOURCES
-from cellar.retrieval.routing import Router
+from cellar.retrieval.routing import DEFAULT_RULES, RULES, Router
 from cellar.retrieval.search import Filters, Searcher
 from cellar.retrieval.shard import ShardError, open_shard
 
@@ -38,7 +40,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--route",
         action="store_true",
-        help="ask one source first (a machine id: its notes; a requirement: the standards)",
+        help="also ask a requirement (shall, must, vereist) the standards first; a machine id always asks its notes first",
     )
     add_filter_arguments(parser)
     parser.add_argument(
@@ -92,10 +94,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"cellar search: {error}", file=sys.stderr)
         return 2
     try:
-        if args.route:
-            answer = Router(searcher).search(args.query, k=args.k, filters=filters)
-        else:
-            answer = searcher.search(args.query, k=args.k, filters=filters)
+        answer = Router(searcher, RULES if args.route else DEFAULT_RULES).search(args.query, k=args.k, filters=filters)
     except (ShardError, OSError) as error:  # a file read on demand that is missing or damaged
         print(f"cellar search: {error}", file=sys.stderr)
         return 2
@@ -124,8 +123,8 @@ def listing(answer: Answer) -> str:
                 where = f"{hit.get('source', 'document')} {hit['citation']}"
             quote = " ".join(hit["quote"].split())[:100]
             lines.append(f"   - {where}: {quote}")
-    if "route" in answer:
-        route = answer["route"]
+    route = answer.get("route")
+    if route and route["rule"] != "none":
         lines.append(
             f"searched {', then '.join(route['sources'])} ({route['rule']} rule{', fell back' if route['fell_back'] else ''})"
         )

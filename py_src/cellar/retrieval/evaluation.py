@@ -26,7 +26,7 @@ import numpy as np
 
 from cellar.ingest.provenance import revision
 from cellar.retrieval.refusal import refuses, unknown_words_left_to_meaning
-from cellar.retrieval.routing import Router
+from cellar.retrieval.routing import DEFAULT_RULES, Router
 from cellar.retrieval.search import Searcher
 
 FOLDS = 5  # k of the out-of-sample calibration (cross_validate)
@@ -131,10 +131,11 @@ def evaluate(
     gold: Sequence[Mapping[str, Any]],
     mode: str = "hybrid",
     thresholds: Sequence[Mapping[str, float]] | None = None,
-    routed: bool = False,
+    rules: Sequence[str] = DEFAULT_RULES,
 ) -> dict[str, Any]:
     """The scorecard of ``searcher`` on ``gold``: overall, ``by_kind`` and ``by_lang``, with
-    latency p50/p95 of a whole search and per stage.
+    latency p50/p95 of a whole search and per stage; each question routed by the ``rules`` (the
+    field rule by default, as every search; ``cellar.retrieval.routing``).
 
     ``thresholds``: the refusal thresholds to judge each question with (one mapping per gold
     question, as ``cross_validate`` gives them); without them, the searcher's own (the shard's
@@ -144,15 +145,13 @@ def evaluate(
     judged: list[dict[str, Any]] = []
     latencies: list[float] = []
     stages: dict[str, list[float]] = {}
-    router = Router(searcher) if routed else None
+    router = Router(searcher, rules)
     for i, row in enumerate(gold):
         verdict: Callable[[Any], bool] = lambda ranking: ranking.refused  # noqa: E731
         if thresholds is not None:
             verdict = partial(_refused_by, thresholds[i])
-        if router is not None:  # the routed source first, all of them when its thresholds refuse
-            ranking = router.rank(row["query"], k=5, mode=mode, refused=verdict)[0]
-        else:
-            ranking = searcher.rank(row["query"], k=5, mode=mode)
+        # the routed source first, all of them when its thresholds refuse
+        ranking = router.rank(row["query"], k=5, mode=mode, refused=verdict)[0]
         if thresholds is not None:
             ranking = replace(ranking, refused=verdict(ranking))
         answer = searcher.answer(ranking)
@@ -235,7 +234,7 @@ def scorecards(
     modes: Sequence[str] = ("hybrid",),
     calibration: str = "out-of-sample",
     folds: int = FOLDS,
-    routed: bool = False,
+    rules: Sequence[str] = DEFAULT_RULES,
 ) -> dict[str, dict[str, Any]]:
     """One scorecard per mode (``evaluate``), each with a ``calibration`` entry saying how refusal
     was judged: ``out-of-sample`` (the default: ``cross_validate``) or ``stored`` (the shard's own
@@ -248,7 +247,7 @@ def scorecards(
     else:
         raise ValueError(f"unknown calibration {calibration!r}; choose from {list(CALIBRATIONS)}")
     return {
-        mode: {**evaluate(searcher, gold, mode, thresholds, routed), "calibration": how, "routed": routed}
+        mode: {**evaluate(searcher, gold, mode, thresholds, rules), "calibration": how, "routed": list(rules)}
         for mode in modes
     }
 

@@ -169,6 +169,15 @@ def _opened(shard_dir: str) -> tuple[Any, Any]:
     return Searcher(shard, model), shard
 
 
+@lru_cache(maxsize=2)
+def _router(shard_dir: str) -> Any:
+    """The search's router (``cellar.retrieval.routing``: a question naming a machine id asks its
+    notes first), its field values read once from the notebook table."""
+    from cellar.retrieval.routing import Router
+
+    return Router(_opened(shard_dir)[0])
+
+
 def search_open(shard_dir: str) -> dict[str, Any]:
     """Open the shard in `shard_dir` (only its manifest and boot files need be there: `search` asks
     for the rest); its size, model, and chunk kinds with their counts."""
@@ -240,8 +249,9 @@ def search(query: str, options: Mapping[str, Any], shard_dir: str) -> dict[str, 
     filters = Filters.of_options(options)
     searcher, shard = _opened(shard_dir)
     try:
-        ranking = searcher.rank(query, options.get("k", 3), filters, options.get("mode", "hybrid"))
+        ranking, route = _router(shard_dir).rank(query, options.get("k", 3), filters, options.get("mode", "hybrid"))
         answer = searcher.answer(ranking)
+        answer["route"] = route
     except NeedFiles as need:
         return {"fetch": need.names}
     marks = TermMarks(searcher.analyzer, set(answer["terms"]))
