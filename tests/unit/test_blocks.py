@@ -172,6 +172,17 @@ def test_a_unit_asked_by_name_is_its_kind():
     assert not holds_quantity("the motor drew 498 kW at full pitch", rpm, analyse)
 
 
+def test_a_table_states_the_units_its_headings_name():
+    """A report's table gives its units once, in brackets after each heading, and bare numbers
+    below: it states a current for `how much current did the motor draw`; a list's `(a)` or `(c)`
+    is no ampere or degree."""
+    table = "| Pitch (%) | Motor current (A) | Motor power (kW) |\n|---|---|---|\n| 75 | 391 | 362 |"
+    assert holds_quantity(table, asked("how much current did the motor draw at 75 % pitch"), analyse)
+    assert holds_quantity("| Boot | Strijksnelheid (m/min) |\n| SB | 39 |", asked("Hoe snel zakte de boot?"), analyse)
+    for listing in ("(a) at two points at least;", "(c) 3 pumps in parallel"):
+        assert not holds_quantity(listing, asked("what current does the earthing carry"), analyse), listing
+
+
 def test_a_kilonewton_is_no_knot():
     """``kn`` is a knot or, carelessly written, a kilonewton; ``kN`` is only the force: a line's
     breaking load does not answer the design wind (`ontwerpwind`, a speed)."""

@@ -67,7 +67,7 @@ UNITS: dict[str, tuple[str, ...]] = {
     "current": ("a", "ka", "ma"),
     "power": ("w", "kw", "mw", "kva", "mva", "hp", "kvar"),
     "frequency": ("hz", "khz", "rpm", "/min"),
-    "speed": ("m/s", "knots", "knot", "kn", "km/h"),
+    "speed": ("m/s", "m/min", "knots", "knot", "kn", "km/h"),
     "percentage": ("%", "percent", "procent", "pct"),
     "energy": ("j", "kj", "mj", "kwh", "mwh"),
     "resistance": ("ω", "mω", "kω", "ohm", "mohm"),
@@ -121,6 +121,11 @@ _WORD = re.compile(r"[\w-]+")
 _NUMBER_UNIT = re.compile(
     r"(?<![\w.-])\d+(?:[.,]\d+)*\s?(%|°\s?c?|[a-zµ°Ωω]{1,8}\d?(?:/[a-z]{1,3}\d?)?)(?![\w/-])", re.I
 )
+# A unit in brackets after a heading's name (`Motor current (A)`, `Vermogen [kW]`, `(m3/h)`).
+_HEADED_UNIT = re.compile(r"(?<=\w)\s*[(\[]\s*(%|°\s?c?|[a-zµ°Ωω]{1,5}\d?(?:/[a-z]{1,3}\d?)?)\s*[)\]]", re.I)
+_DIGIT = re.compile(r"\d")
+# One letter in brackets is a unit only as a unit is written (`(A)`, `(m)`), not a list's `(a)`, `(c)`.
+_HEADED_LETTERS = frozenset("AVWNKJmshtgl%°")
 NUMBER_WORDS = frozenset(
     "one two three four five six seven eight nine ten eleven twelve fifteen twenty thirty hundred "
     "een twee drie vier vijf zes zeven acht negen tien elf twaalf vijftien twintig dertig honderd".split()
@@ -205,10 +210,14 @@ def unit_word_families(word: str) -> frozenset[str]:
 
 def stated_families(text: str) -> frozenset[str]:
     """The families of the measured numbers ``text`` states: a number with a unit symbol or word,
-    or a number in words before a unit word (`every three months`); and a period stated without
-    a number (`tested every week`, `jaarlijks`) is a time."""
+    or a number in words before a unit word (`every three months`); a period stated without a
+    number (`tested every week`, `jaarlijks`) is a time; and a table or listing with numbers states
+    the families of the units its headings name in brackets (`Motor current (A)`, `P [kW]`)."""
     found: set[str] = set()
-    for unit in _NUMBER_UNIT.findall(text):
+    headed = (
+        [u for u in _HEADED_UNIT.findall(text) if len(u) > 1 or u in _HEADED_LETTERS] if _DIGIT.search(text) else []
+    )
+    for unit in [*_NUMBER_UNIT.findall(text), *headed]:
         unit = unit.replace(" ", "")
         found |= _AS_WRITTEN.get(unit) or _FAMILIES_OF.get(unit.casefold(), frozenset())
     words = _WORD.findall(text.casefold())
