@@ -443,6 +443,7 @@ def test_the_technical_table_reads_the_words_of_marine_inspection_and_service_no
     lacks (afgesteld, aangetroffen) or misreads (gemonteerd: cheerful), and `volgens` (follow)."""
     translator = question_translator(Analyzer(), default_model().tokenizer.vocab)
     words = ["warmtemelder", "lenspomp", "hekschroef", "afgesteld", "aangetroffen", "gemonteerd", "volgens"]
+    words += ["handbrandmelder", "gang"]
     read = {t.word: " ".join(part[0] for part in reversed(t.parts)) for t in translator.translate(words)}
     assert read == {
         "warmtemelder": "heat detector",
@@ -452,6 +453,8 @@ def test_the_technical_table_reads_the_words_of_marine_inspection_and_service_no
         "aangetroffen": "found",
         "gemonteerd": "mounted",
         "volgens": "according to",
+        "handbrandmelder": "manual call point",  # a call point, not a hand fire detector
+        "gang": "corridor",  # not the English word
     }
 
 
