@@ -159,6 +159,7 @@ def test_a_period_without_a_number_answers_how_often():
     for quote in ("are tested every week.", "a weekly test of the alarm", "wordt jaarlijks beproefd", "elke maand"):
         assert holds_quantity(quote, often, analyse), quote
     assert not holds_quantity("every detector and call point is tested", often, analyse)
+    assert not holds_quantity("it made fresh water per day", often, analyse)  # a rate's, not a period
 
 
 def test_a_unit_asked_by_name_is_its_kind():

@@ -20,8 +20,8 @@ shown, the hits are reordered by what the question asks for (``intent``):
   answer, and a code cell without one (imports, inputs) passes the markdown that introduced it on
   to the next, and a cell gains as its chunks hold the words the question opens on
   (``NAMING_WEIGHT``) and as its output states a number of the kind the question asks, where
-  any output does (`rekentijd`, `how slow`: `2.61 s ± 192 ms per loop`); the answer cell's output comes first (a table, a scalar, a printed stream:
-  the best scored, else the first). For a locate question the answer cell's code or plot comes first;
+  any output does (`rekentijd`, `how slow`: `2.61 s ± 192 ms per loop`); the answer cell's
+  output comes first (a table, a scalar, a printed stream: the best scored, else the first). For a locate question the answer cell's code or plot comes first;
 - ``figure``: a locate question whose opening words name a figure (`GZ curve plotted for the
   stability check`, `T-xy diagram for water and ethanol`, `validation curve of ... versus degree`):
   of the computing cells that draw a plot (all, when none does), the answer cell, its plot first.

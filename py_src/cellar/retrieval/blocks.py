@@ -25,8 +25,9 @@ scored again with evidence of its own (``order_blocks``):
   `if nobody on the bridge responds ... all over the ship` in none of its words.
 
 The block's score is its fused score + ``EVIDENCE_WEIGHT`` x its evidence + the quantity
-weight + ``CLOSENESS_WEIGHT`` x its cosine. Only document entries (chunks with a citation) are reordered; notebooks keep
-``cellar.retrieval.answer_cell``'s order. (Weights set a priori, not fitted; see the README.)
+weight + ``CLOSENESS_WEIGHT`` x its cosine. Only document entries (chunks with a citation) are
+reordered; notebooks keep ``cellar.retrieval.answer_cell``'s order. (The first two weights set a
+priori, not fitted, the closeness weight measured; see the README.)
 """
 
 from __future__ import annotations

@@ -131,8 +131,9 @@ NUMBER_WORDS = frozenset(
     "een twee drie vier vijf zes zeven acht negen tien elf twaalf vijftien twintig dertig honderd".split()
 )
 # A period stated without a number is a time: `every week`, `each month`, `elke maand` (such a
-# word before a unit word of time), and the adverbs of one (`weekly`, `jaarlijks`).
-EVERY_WORDS = frozenset("every each per elke iedere ieder".split())
+# word before a unit word of time), and the adverbs of one (`weekly`, `jaarlijks`); `per day` is
+# a rate's, not a period.
+EVERY_WORDS = frozenset("every each elke iedere ieder".split())
 PERIOD_WORDS = frozenset(
     "hourly daily weekly monthly quarterly yearly annually dagelijks wekelijks maandelijks jaarlijks".split()
 )
