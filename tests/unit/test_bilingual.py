@@ -443,7 +443,7 @@ def test_the_technical_table_reads_the_words_of_marine_inspection_and_service_no
     lacks (afgesteld, aangetroffen) or misreads (gemonteerd: cheerful), and `volgens` (follow)."""
     translator = question_translator(Analyzer(), default_model().tokenizer.vocab)
     words = ["warmtemelder", "lenspomp", "hekschroef", "afgesteld", "aangetroffen", "gemonteerd", "volgens"]
-    words += ["handbrandmelder", "gang"]
+    words += ["handbrandmelder", "gang", "verglaasd", "uitgeslagen", "aardfout"]
     read = {t.word: " ".join(part[0] for part in reversed(t.parts)) for t in translator.translate(words)}
     assert read == {
         "warmtemelder": "heat detector",
@@ -455,6 +455,9 @@ def test_the_technical_table_reads_the_words_of_marine_inspection_and_service_no
         "volgens": "according to",
         "handbrandmelder": "manual call point",  # a call point, not a hand fire detector
         "gang": "corridor",  # not the English word
+        "verglaasd": "glazed",  # a defect: not glass
+        "uitgeslagen": "worn",  # a bearing's wear: not action
+        "aardfout": "earth fault",  # not character error
     }
 
 
