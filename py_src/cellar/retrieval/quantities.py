@@ -200,7 +200,7 @@ def symbol_families(word: str) -> tuple[str, ...]:
     three letters (`m` or `a` after "what" is no unit asked); a unit word (`what year`) names none,
     as it may ask for a date rather than a measure."""
     word = word.casefold()
-    return tuple(sorted(_FAMILIES_OF.get(word, ()))) if 2 <= len(word) <= 3 and _is_symbol(word) else ()
+    return tuple(sorted(_FAMILIES_OF.get(word, ()))) if len(word) >= 2 and _is_symbol(word) else ()
 
 
 def unit_word_families(word: str) -> frozenset[str]:

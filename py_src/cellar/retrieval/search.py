@@ -54,7 +54,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -107,6 +107,9 @@ class Ranking:
     refused: bool
     timings_ms: dict[str, float]
     kinds: tuple[str, ...] = ()  # the kinds the filters let through (all when empty)
+    # the question's vectors (``_query_vectors``; None when the dense ranker did not run): the
+    # answer orders a document's blocks by their closeness to them
+    vectors: np.ndarray | None = field(default=None, compare=False, repr=False)
 
     @property
     def needs(self) -> tuple[int, ...]:
@@ -207,7 +210,7 @@ class Searcher:
         refused = self._refuse(evidence, ranked)
         laps = {**laps, "fuse": laps["fuse"] + round((time.perf_counter() - start) * 1000, 3)}
         return Ranking(
-            query, mode, tuple(dict.fromkeys(terms)), tuple(ranked[:k]), evidence, refused, laps, filters.kinds
+            query, mode, tuple(dict.fromkeys(terms)), tuple(ranked[:k]), evidence, refused, laps, filters.kinds, vectors
         )
 
     def _fuse(self, query: str, filters: Filters, mode: str) -> _Fused:
@@ -287,13 +290,12 @@ class Searcher:
         start = time.perf_counter()
         refused, evidence = ranking.refused, ranking.evidence
         asks = intent(ranking.query)
-        # a document's blocks are ordered by their own evidence (cellar.retrieval.blocks)
+        # a document's blocks are ordered by their own evidence (cellar.retrieval.blocks) and by
+        # their closeness in meaning, when the dense ranker ran
         question = asked(ranking.query)
         reading = self._read_in_english(ranking.query)
-        # and by their closeness in meaning, when the dense ranker ran
-        documents = any("source" in self.notebooks[n]["meta"] for n in ranking.needs)
-        vectors = self._query_vectors(ranking.query, reading) if documents and ranking.mode != "bm25" else None
-        document = (question, block_terms(ranking.terms, reading.held_by, question, self.analyzer.terms), vectors)
+        terms = block_terms(ranking.terms, reading.held_by, question, self.analyzer.terms)
+        document = (question, terms, ranking.vectors)
         # a value question's opening words, each with its English reading: the answer cell holds
         # them; a locate question's numbers (`at 120 K`): the cell that draws or computes at them
         named = self._opening_terms(ranking, reading) if asks == "value" else []
