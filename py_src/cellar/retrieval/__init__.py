@@ -16,6 +16,8 @@ sharding     an Index -> the shard's files as bytes (term partitions, clusters, 
 publish      a shard written aside, verified, switched atomically; the lock
 shard        the reader the tab loads: a shard's files checked and read on demand
 sources      what a search reads: an in-memory Index, or a shard fetched piece by piece
+commonness   a word -> how common it is in everyday English or Dutch (models/word-frequency/, from
+             wordfreq, CC BY-SA 4.0), so that a missing everyday word weighs less in the refusal
 search       a question -> the answer contract (cellar.records.Answer), or a refusal
 answer_cell  a question and a notebook's scored chunks -> its hits, the answer cell first
 blocks       a question and a document's scored blocks -> the block that answers first; the
