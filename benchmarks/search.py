@@ -48,6 +48,9 @@ model = load_model("/model")
 shard = open_shard("/shard", model)
 searcher = Searcher(shard, model)
 queries = {queries!r}
+start = time.perf_counter()
+searcher.search(queries[0])  # cold: the analyser's and the refusal's tables read, the first files
+first = (time.perf_counter() - start) * 1000
 for query in queries:
     searcher.search(query)  # warm: partitions, clusters and containers read
 times = []
@@ -56,7 +59,7 @@ for _ in range({rounds}):
         start = time.perf_counter()
         searcher.search(query)
         times.append((time.perf_counter() - start) * 1000)
-times
+[first, times]
 """
 
 
@@ -82,6 +85,9 @@ def main() -> int:
         sizes = write_shard(index, folder)
         shard = open_shard(folder, model)
         searcher = Searcher(shard, model)
+        start = time.perf_counter()
+        searcher.search(queries[0])
+        cpython_first = (time.perf_counter() - start) * 1000
         for query in queries:
             searcher.search(query)
         cpython = []
@@ -95,7 +101,7 @@ def main() -> int:
         resolved = str(Path(folder).resolve())  # the version the link points to
         with PyodideHost(SITE / "pyodide", wheels=wheels, packages=["numpy"], read=[resolved, MODEL]) as host:
             code = PYODIDE_CODE.format(shard=resolved, model=str(MODEL), queries=queries, rounds=ROUNDS)
-            pyodide = host.run(code, timeout=900)
+            pyodide_first, pyodide = host.run(code, timeout=900)
     c50, c95 = percentiles(cpython)
     p50, p95 = percentiles(pyodide)
     total = sum(sizes.values())
@@ -107,6 +113,7 @@ def main() -> int:
         ("CPython search", f"p50 {c50:.1f} ms, p95 {c95:.1f} ms"),
         ("Pyodide search", f"p50 {p50:.1f} ms, p95 {p95:.1f} ms"),
         ("Pyodide / CPython", f"p50 x{p50 / c50:.2f}, p95 x{p95 / c95:.2f} (target p50 <= x3)"),
+        ("first question", f"CPython {cpython_first:.0f} ms, Pyodide {pyodide_first:.0f} ms (tables and files read)"),
     ]
     width = max(len(name) for name, _ in rows)
     print("\n".join(f"{name:<{width}}  {value}" for name, value in rows))

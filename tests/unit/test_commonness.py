@@ -108,3 +108,10 @@ def test_a_missing_everyday_word_costs_less_coverage_than_a_missing_subject(comp
     assert not everyday["refused"], everyday["refusal_reason"]
     # weighed by idf alone, `nitrogen` left 0.44 of the question held, above the threshold
     assert subject["refused"] and "nitrogen" in subject["evidence"]["missing"]
+
+
+def test_a_pasted_page_weighs_as_its_distinct_words():
+    """Each distinct word is analysed once: a megabyte of a repeated sentence costs what the
+    sentence does (before, every repeat was stemmed again)."""
+    sentence = "the pressure of water found in Dutch pipes, het water werd gevonden "
+    assert term_specificities(sentence * 15_000, DEFAULT.terms) == term_specificities(sentence, DEFAULT.terms)

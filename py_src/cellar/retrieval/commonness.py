@@ -55,7 +55,7 @@ def term_specificities(query: str, analyse: Callable[[str], list[str]]) -> dict[
     word (a name, a unit, a stem of a rare word) is absent, and weighs fully."""
     frequencies = zipf_frequencies()
     result: dict[str, float] = {}
-    for word in _WORD.findall(query):
+    for word in dict.fromkeys(_WORD.findall(query)):  # each word once: a pasted page repeats them
         zipf = frequencies.get(word.casefold())
         if zipf is not None:
             for term in analyse(word):
