@@ -241,7 +241,9 @@ function searched(route) {
   if (!route || route.rule === "none") return "";
   const fields = Object.entries(route.fields ?? {}).map(([key, value]) => `${fieldName(key)} ${value}`);
   const first = fields.length ? `the service notes of ${fields.join(", ")}` : `the ${route.sources[0]}`;
-  return `Searched ${first} first${route.fell_back ? ", then every source" : ""}.`;
+  // a machine's question falls back to the other sources, never to other machines' notes
+  const then = fields.length ? ", then the other sources" : ", then every source";
+  return `Searched ${first} first${route.fell_back ? then : ""}.`;
 }
 
 function refusal(answer) {

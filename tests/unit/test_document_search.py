@@ -238,6 +238,23 @@ def test_routing_names_a_machine_or_a_requirement_and_falls_back(built, model):
     assert fell["route"]["sources"][0] == "clauses" and set(fell["route"]["sources"]) == set(router.sources)
 
 
+def test_a_machine_named_is_never_answered_with_another_machines_notes(built, model):
+    """`sea chest flange bolts of T2-0457`: none of T2-0457's notes holds it, T2-0458's does. The
+    routed search refuses, and the fall-back searches the other sources (a report, a standard),
+    not the notes of the machines the question did not name."""
+    from cellar.retrieval.routing import Router
+
+    router = Router(Searcher(built.index, model))
+    answer = router.search("tightened bolts at the sea chest flange of T2-0457", k=3)
+    assert answer["route"]["fell_back"] and answer["route"]["sources"][0] == "records"
+    assert "records" not in answer["route"]["sources"][1:]
+    shown = answer["notebooks"] + answer.get("closest", [])
+    assert shown and {nb["meta"].get("fields", {}).get("machine") for nb in shown} <= {None, "T2-0457"}
+    # the question without the machine finds T2-0458's note
+    plain = router.search("tightened bolts at the sea chest flange", k=3)
+    assert plain["notebooks"][0]["meta"]["fields"]["machine"] == "T2-0458"
+
+
 def test_a_document_hit_opens_on_its_section_with_the_blocks_that_follow(built, model):
     answer = Searcher(built.index, model).search("copper conductor for earthing the hull", k=1)
     context = answer["notebooks"][0]["neighbourhood"]

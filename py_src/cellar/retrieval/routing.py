@@ -9,7 +9,9 @@ A small rule, read off the question and the archive's own catalogue (no model):
   standard; Dutch alike): the clause collections;
 - otherwise no route: every source at once, as ``Searcher.rank`` does.
 
-A routed search that its source's thresholds refuse falls back to every source. The answer says
+A routed search that its source's thresholds refuse falls back: a normative question to every
+source, a field question to the other sources (the notes of a machine the question did not name
+answer nothing about the one it did; with no other source, the refusal stands). The answer says
 what was done (``route``: the rule, the sources searched in order, whether it fell back).
 
 Every search takes the field rule (``DEFAULT_RULES``: the site, ``cellar search`` and ``cellar
@@ -115,6 +117,14 @@ class Router:
             ranking = self.searcher.rank(query, k, narrowed, mode)
             if not judge(ranking):
                 return ranking, _said(chosen, list(chosen.sources), False)
+            if chosen.fields:
+                # The notes of another machine answer no question about this one: the fall-back
+                # searches the other sources (a report on that machine), or none, and then the
+                # routed search's refusal stands.
+                others = tuple(source for source in allowed if source not in chosen.sources)
+                if not others:
+                    return ranking, _said(chosen, list(chosen.sources), False)
+                filters = replace(filters, sources=others)
         ranking = self.searcher.rank(query, k, filters, mode)
         searched = [*chosen.sources, *(source for source in self.sources if source not in chosen.sources)]
         return ranking, _said(chosen, searched if chosen.rule != "none" else list(self.sources), chosen.rule != "none")
