@@ -495,6 +495,28 @@ def test_a_dutch_files_chunks_carry_their_english_reading_and_an_english_files_d
         assert none.terms == () and embedded_text(file[0], analyzer, none) == file[0]["text"]
 
 
+def test_each_service_note_is_read_in_its_own_language():
+    """A service log mixes the languages of whoever did the job: each note is judged on its own
+    words, one Dutch stop word enough for a line (the whole file's stop words would call it
+    English and leave the Dutch note unread, so `coupling ... pump worn` never met it)."""
+    analyzer = Analyzer()
+    translator = Translator(TABLE, analyzer.stop_words("dutch") | analyzer.stop_words("english"), ENGLISH)
+    notes = [
+        {"kind": "text", "text": text, "meta": {"source": "records"}}
+        for text in (
+            "lkg at sea chest flange; tightened bolts",
+            "brg noise on cooling water pump in dock; repl brg",
+            "drukverlies bij de leiding te groot; leiding repl",
+        )
+    ]
+    first, second, dutch = english_readings(notes, analyzer, translator)
+    assert first.terms == second.terms == ()
+    assert {"pressur", "loss", "pipe"} <= set(dutch.terms)
+    # the same notes as a file's prose: English (no note read), as before
+    as_prose = [{**note, "meta": {}} for note in notes]
+    assert all(reading.terms == () for reading in english_readings(as_prose, analyzer, translator))
+
+
 @pytest.mark.parametrize(
     ("texts", "language"),
     [

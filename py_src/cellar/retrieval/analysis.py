@@ -339,14 +339,14 @@ class Analyzer:
         holds, or None (no stop words, mixed, or a single stemmer)."""
         return self._language([self._folded[raw] for raw in _raw_tokens(text)])
 
-    def prose_language(self, texts: Iterable[str]) -> str | None:
+    def prose_language(self, texts: Iterable[str], at_least: int = 2) -> str | None:
         """The language of a file's prose (``texts``, its markdown and paragraphs): the one whose
-        own stop words it holds at least twice as often as any other's, and at least twice; None
-        for a mixed or a wordless file, or a single stemmer. A file, not each chunk, is judged, so
-        that the code and the tables of a Dutch notebook are read as Dutch too."""
+        own stop words it holds at least twice as often as any other's, and ``at_least`` times;
+        None for a mixed or a wordless file, or a single stemmer. A file, not each chunk, is
+        judged, so that the code and the tables of a Dutch notebook are read as Dutch too."""
         votes = self._votes([self._folded[raw] for text in texts for raw in _raw_tokens(text)])
         for language, count in votes.items():
-            if count >= 2 and all(count >= 2 * other for lang, other in votes.items() if lang != language):
+            if count >= at_least and all(count >= 2 * other for lang, other in votes.items() if lang != language):
                 return language
         return None
 

@@ -378,6 +378,15 @@ def english_readings(
     question over a Dutch notebook found nothing and was refused. The translator leaves a word
     the English vocabulary holds whole as it is, so code and English words add nothing."""
     rows = range(len(records)) if rows is None else rows
+    if records and records[0].get("meta", {}).get("source") == "records":
+        # Service notes are written one by one, by whoever did the job, in either language: each
+        # note is judged on its own words, one Dutch stop word enough in a note of a line
+        # (`hpu pomp 2 maakt lawaai; koppeling tussen motor en pomp versleten` among English ones).
+        dutch = (analyzer.prose_language([records[row]["text"]], at_least=1) == "dutch" for row in rows)
+        return [
+            english_reading(records[row]["text"], analyzer, translator) if d else NO_READING
+            for row, d in zip(rows, dutch)
+        ]
     prose = (record["text"] for record in records if record["kind"] in PROSE_KINDS)
     if analyzer.prose_language(prose) != "dutch":
         return [NO_READING] * len(rows)
