@@ -299,7 +299,7 @@ def test_a_question_naming_a_machine_asks_its_notes_first_by_default(built, mode
     assert {nb["meta"]["fields"]["machine"] for nb in answer["notebooks"]} == {"T2-0457"}
     assert router.search("what cross-section must the conductor have", k=3)["route"]["rule"] == "none"
     kept_out = router.search("seal leakage on T2-0457", k=3, filters=Filters(sources=("document",)))
-    assert kept_out["route"]["rule"] == "none"
+    assert kept_out["route"]["rule"] == "none" and kept_out["route"]["sources"] == ["document"]  # what was searched
     with pytest.raises(ValueError, match="unknown routing rule"):
         Router(Searcher(built.index, model), ("fields",))
 

@@ -126,8 +126,8 @@ class Router:
                     return ranking, _said(chosen, list(chosen.sources), False)
                 filters = replace(filters, sources=others)
         ranking = self.searcher.rank(query, k, filters, mode)
-        searched = [*chosen.sources, *(source for source in self.sources if source not in chosen.sources)]
-        return ranking, _said(chosen, searched if chosen.rule != "none" else list(self.sources), chosen.rule != "none")
+        searched = [*chosen.sources, *(source for source in allowed if source not in chosen.sources)]
+        return ranking, _said(chosen, searched if chosen.rule != "none" else allowed, chosen.rule != "none")
 
     def search(self, query: str, k: int = 3, filters: Filters | None = None, mode: str = "hybrid") -> Answer:
         """``Searcher.search`` routed: the answer with ``route`` saying what was searched."""
