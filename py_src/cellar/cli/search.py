@@ -5,8 +5,9 @@
 --source keeps notebooks, documents, clause collections or records (repeatable); --field keeps
 the service notes whose structured field KEY is VALUE (`--field machine=T2-0457`). A question that
 names a note's field value (a machine id, a fault code) asks those notes first and falls back to
-every source when they cannot answer; --route also asks a normative question (shall, must,
-vereist) the clause collections first (cellar.retrieval.routing). The listing says what was searched.
+the other sources (never another machine's notes) when they cannot answer; --route also asks a
+normative question (shall, must, vereist) the clause collections first, falling back to every
+source (cellar.retrieval.routing). The listing says what was searched.
 
 Prints the answer contract of DESIGN.md as JSON (--json) or a readable listing. Exit status: 0
 with an answer; 3 when the answer is a refusal; 2 for unusable arguments or an unusable shard
