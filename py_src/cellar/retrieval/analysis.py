@@ -342,8 +342,9 @@ class Analyzer:
     def prose_language(self, texts: Iterable[str], at_least: int = 2) -> str | None:
         """The language of a file's prose (``texts``, its markdown and paragraphs): the one whose
         own stop words it holds at least twice as often as any other's, and ``at_least`` times;
-        None for a mixed or a wordless file, or a single stemmer. A file, not each chunk, is
-        judged, so that the code and the tables of a Dutch notebook are read as Dutch too."""
+        None for a mixed or a wordless file, or a single stemmer. A notebook or a document is
+        judged as a file, not chunk by chunk, so that its code and tables are read in its language
+        too (a service note, written on its own, is judged alone: ``incremental.english_readings``)."""
         votes = self._votes([self._folded[raw] for text in texts for raw in _raw_tokens(text)])
         for language, count in votes.items():
             if count >= at_least and all(count >= 2 * other for lang, other in votes.items() if lang != language):

@@ -382,10 +382,12 @@ def english_readings(
         # Service notes are written one by one, by whoever did the job, in either language: each
         # note is judged on its own words, one Dutch stop word enough in a note of a line
         # (`hpu pomp 2 maakt lawaai; koppeling tussen motor en pomp versleten` among English ones).
-        dutch = (analyzer.prose_language([records[row]["text"]], at_least=1) == "dutch" for row in rows)
+        notes = [records[row]["text"] for row in rows]
         return [
-            english_reading(records[row]["text"], analyzer, translator) if d else NO_READING
-            for row, d in zip(rows, dutch)
+            english_reading(note, analyzer, translator)
+            if analyzer.prose_language([note], at_least=1) == "dutch"
+            else NO_READING
+            for note in notes
         ]
     prose = (record["text"] for record in records if record["kind"] in PROSE_KINDS)
     if analyzer.prose_language(prose) != "dutch":

@@ -112,6 +112,7 @@ class Router:
         judge = refused or (lambda ranking: ranking.refused)
         allowed = [source for source in self.sources if not filters.sources or source in filters.sources]
         chosen = route(query, self.values, allowed, self.rules)  # never into a source the filters leave out
+        others = [source for source in allowed if source not in chosen.sources]  # all, without a route
         if chosen.rule != "none":
             narrowed = replace(filters, sources=chosen.sources, fields=(*filters.fields, *chosen.fields))
             ranking = self.searcher.rank(query, k, narrowed, mode)
@@ -121,13 +122,11 @@ class Router:
                 # The notes of another machine answer no question about this one: the fall-back
                 # searches the other sources (a report on that machine), or none, and then the
                 # routed search's refusal stands.
-                others = tuple(source for source in allowed if source not in chosen.sources)
                 if not others:
                     return ranking, _said(chosen, list(chosen.sources), False)
-                filters = replace(filters, sources=others)
+                filters = replace(filters, sources=tuple(others))
         ranking = self.searcher.rank(query, k, filters, mode)
-        searched = [*chosen.sources, *(source for source in allowed if source not in chosen.sources)]
-        return ranking, _said(chosen, searched if chosen.rule != "none" else allowed, chosen.rule != "none")
+        return ranking, _said(chosen, [*chosen.sources, *others], chosen.rule != "none")
 
     def search(self, query: str, k: int = 3, filters: Filters | None = None, mode: str = "hybrid") -> Answer:
         """``Searcher.search`` routed: the answer with ``route`` saying what was searched."""
