@@ -236,14 +236,19 @@ function draw(answer) {
   document.body.dataset.answered = answer.query;
 }
 
-// What a routed question searched first: a machine id's notes, or (when asked) the standards.
+// What a routed question searched first: a machine id's notes, or (when asked) the standards;
+// and when nothing current answered, that a deprecated notebook does.
 function searched(route) {
-  if (!route || route.rule === "none") return "";
+  if (!route) return "";
+  const superseded = route.deprecated
+    ? "Nothing current answers this: the answer comes from a deprecated notebook, kept for the record."
+    : "";
+  if (route.rule === "none") return superseded;
   const fields = Object.entries(route.fields ?? {}).map(([key, value]) => `${fieldName(key)} ${value}`);
   const first = fields.length ? `the service notes of ${fields.join(", ")}` : `the ${route.sources[0]}`;
   // a machine's question falls back to the other sources, never to other machines' notes
   const then = fields.length ? ", then the other sources" : ", then every source";
-  return `Searched ${first} first${route.fell_back ? then : ""}.`;
+  return `Searched ${first} first${route.fell_back ? then : ""}.${superseded ? ` ${superseded}` : ""}`;
 }
 
 function refusal(answer) {

@@ -69,17 +69,23 @@ export function searchClient(cellar, site = new URL("./", import.meta.url)) {
     const { shardUrl } = await place;
     await open();
     let files = {};
-    // Three rounds at most: partitions and clusters, then containers, then the answer.
-    for (let round = 0; round < 3; round++) {
+    const placed = new Set();
+    // Round by round: partitions and clusters, then the top notebooks' containers, then the
+    // answer; a search that falls back (a machine's notes to the other sources, nothing current
+    // to a deprecated notebook) names the containers of its second ranking in a round of its own.
+    // Every round places files not placed before, so a round that names none would never end.
+    for (;;) {
       const answer = await cellar.callWith({ files }, "cellar.site.bridge", "search", query, options, SHARD_DIR);
       Object.values(files).forEach((url) => fetchedUrls.add(url));
       if (!answer.fetch) {
         keepFetched();
         return answer;
       }
-      files = Object.fromEntries(answer.fetch.map((name) => [`${SHARD_DIR}/${name}`, new URL(name, shardUrl).href]));
+      const names = answer.fetch.filter((name) => !placed.has(name));
+      if (!names.length) throw new Error(`the shard's files ${answer.fetch.join(", ")} could not be placed in Python's file system`);
+      names.forEach((name) => placed.add(name));
+      files = Object.fromEntries(names.map((name) => [`${SHARD_DIR}/${name}`, new URL(name, shardUrl).href]));
     }
-    throw new Error("the shard's files could not be placed in Python's file system");
   }
 
   return { manifest, open, filters, search, keepFetched };

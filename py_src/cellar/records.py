@@ -112,7 +112,7 @@ class Answer(TypedDict):
     evidence: dict[str, Any]  # coverage, known_coverage, numbers, similarity, missing
     warnings: list[str]
     closest: NotRequired[list[NotebookResult]]  # a refusal: what came nearest
-    route: NotRequired[dict[str, Any]]  # a routed search: rule, sources searched, fields, fell_back
+    route: NotRequired[dict[str, Any]]  # a routed search: rule, sources searched, fields, fell_back, deprecated
 
 
 class OutputDiffRecord(TypedDict):

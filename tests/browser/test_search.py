@@ -211,9 +211,28 @@ def test_a_question_naming_a_machine_searches_its_notes_first_and_says_so(page, 
     expect(page.locator("#route")).to_have_text("Searched the service notes of machine T2-0457 first.")
     facts = page.locator("#notebooks .notebook .meta")
     expect(facts.first).to_contain_text("machine T2-0457")
+    # its notes refuse: the other sources are searched in a round of fetches of their own
+    page.goto(f"{site_url}/?q=sea%20chest%20flange%20bolts%20of%20T2-0457")
+    answered(page, "sea chest flange bolts of T2-0457")
+    expect(page.locator("#route")).to_have_text(
+        "Searched the service notes of machine T2-0457 first, then the other sources."
+    )
     page.goto(f"{site_url}/?q=ballast%20tank%20volumes%20for%20the%202017%20vessel")
     answered(page, "ballast tank volumes for the 2017 vessel")
     expect(page.locator("#route")).to_have_text("")  # no machine named: every source at once
+
+
+def test_a_question_only_a_deprecated_notebook_answers_shows_it_as_such(page, site_url):
+    """14-011's hull coefficients were superseded in 2019: left out of a search, they answer a
+    question that nothing current answers, marked deprecated, and the page says why it shows them."""
+    page.goto(f"{site_url}/?q=table%20of%20block%20coefficients%20of%20the%20coaster%20hull%20variants")
+    answered(page, "table of block coefficients of the coaster hull variants")
+    expect(page.locator("#route")).to_have_text(
+        "Nothing current answers this: the answer comes from a deprecated notebook, kept for the record."
+    )
+    first = page.locator("#notebooks .notebook").first
+    expect(first.locator(".path")).to_have_text("2014/14-011 Hull Form/hull_coefficients_14011.ipynb")
+    expect(first.locator(".status-deprecated")).to_have_text("deprecated")
 
 
 def test_results_carry_the_rerender_status_fresh_outputs_and_the_stale_warning(page, site_url, screenshot):

@@ -9,12 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from cellar.cli.search import listing
 from cellar.records import KINDS
 from cellar.retrieval.embedding import default_model_dir, load_model
 from cellar.retrieval.evaluation import calibrate, evaluate, read_gold
 from cellar.retrieval.index import Render, build_index, build_index_from_directory
 from cellar.retrieval.publish import write_shard
 from cellar.retrieval.refusal import refuses
+from cellar.retrieval.routing import Router
 from cellar.retrieval.search import DEFAULT_CALIBRATION, NUMBER_IN_TEXT, Filters, Searcher
 from cellar.retrieval.shard import MANIFEST, NeedFiles, Shard, open_shard
 from cellar.retrieval.sharding import shard_files
@@ -428,6 +430,28 @@ def test_out_of_scope_questions_are_refused_under_filters(demo, filters):
     ):
         answer = demo.search(question, k=3, filters=filters)
         assert answer["refused"], (question, filters, answer["evidence"])
+
+
+def test_a_question_only_a_deprecated_notebook_answers_gets_it_flagged_as_such(demo):
+    """Deprecated notebooks are left out unless asked for, and are every search's last fall-back
+    (cellar.retrieval.routing): a question that only a superseded notebook answers is answered by
+    it, and the route and the terminal say so, rather than refusing what the archive holds."""
+    router = Router(demo)
+    hull = "table of block and prismatic coefficients for the coaster hull variants"
+    assert demo.search(hull, k=3)["refused"]  # the searcher alone leaves it out
+    answer = router.search(hull, k=3)
+    assert not answer["refused"] and answer["route"]["deprecated"] is True
+    assert answer["notebooks"][0]["path"] == "2014/14-011 Hull Form/hull_coefficients_14011.ipynb"
+    assert "deprecated]" in listing(answer) and "comes from a deprecated notebook" in listing(answer)
+    # asked for, it is no fall-back; outside the year asked, it is not searched at all
+    assert router.search(hull, k=3, filters=Filters(include_deprecated=True))["route"]["deprecated"] is False
+    assert router.search(hull, k=3, filters=Filters(year_from=2015))["refused"]
+    # a question a current notebook answers never shows it, and one nothing answers stays refused
+    ballast = router.search(BALLAST, k=5)
+    assert ballast["route"]["deprecated"] is False
+    assert not any(nb["meta"].get("deprecated") for nb in ballast["notebooks"])
+    shaft = router.search("torsional vibration analysis of the propeller shaft line", k=3)
+    assert shaft["refused"] and shaft["route"]["deprecated"] is False
 
 
 @pytest.mark.parametrize("filters", [Filters(year_from=99_999), Filters(project="no-such-project")])

@@ -113,7 +113,8 @@ def listing(answer: Answer) -> str:
         return shown(f"refused: {answer['refusal_reason']}")
     lines = []
     for number, nb in enumerate(answer["notebooks"], 1):
-        lines.append(f"{number}. {nb['path']}  [{nb['status']}]  score {nb['score']:.4f}")
+        status = nb["status"] + (", deprecated" if nb["meta"].get("deprecated") else "")
+        lines.append(f"{number}. {nb['path']}  [{status}]  score {nb['score']:.4f}")
         lines.append(f"   {nb['title']}  (revision {nb['revision'][:12]})")
         if nb.get("warning"):
             lines.append(f"   warning: {nb['warning']}")
@@ -129,5 +130,7 @@ def listing(answer: Answer) -> str:
         lines.append(
             f"searched {', then '.join(route['sources'])} ({route['rule']} rule{', fell back' if route['fell_back'] else ''})"
         )
+    if route and route["deprecated"]:
+        lines.append("nothing current answers this: the answer comes from a deprecated notebook, kept for the record")
     lines.append(f"({answer['timings_ms']['total']:.1f} ms)")
     return "\n".join(map(shown, lines))

@@ -14,6 +14,12 @@ source, a field question to the other sources (the notes of a machine the questi
 answer nothing about the one it did; with no other source, the refusal stands). The answer says
 what was done (``route``: the rule, the sources searched in order, whether it fell back).
 
+Deprecated notebooks are left out unless the filters ask for them, and are the last fall-back of
+every search: when nothing current answers and a superseded notebook does, it answers, and the
+route says so (``deprecated``), so the page shows a superseded table as such rather than
+refusing a question the archive does answer (`table of block coefficients of the coaster hull
+variants`, whose one notebook the firm superseded in 2019).
+
 Every search takes the field rule (``DEFAULT_RULES``: the site, ``cellar search`` and ``cellar
 eval``): a question that names a machine asks about that machine's notes, and on the tuning sets
 it found one such note and lost nothing. The normative rule is asked for (``--route``: ``RULES``),
@@ -97,6 +103,7 @@ class Router:
         self.values = field_values(_catalogue(searcher.notebooks, "fields"))
         present = {source or "notebook" for source in _catalogue(searcher.notebooks, "source")}
         self.sources = tuple(source for source in SOURCES if source in present)
+        self.has_deprecated = any(_catalogue(searcher.notebooks, "deprecated"))
 
     def rank(
         self,
@@ -107,9 +114,21 @@ class Router:
         refused: Callable[[Ranking], bool] | None = None,
     ) -> tuple[Ranking, dict[str, Any]]:
         """The ranking of the routed search, or of the plain one when the route's source refuses
-        (``refused``: the verdict to use, default the searcher's own), and what was done."""
-        filters = filters or Filters()
+        (``refused``: the verdict to use, default the searcher's own), or of the deprecated
+        notebooks when only one of them answers; and what was done."""
         judge = refused or (lambda ranking: ranking.refused)
+        ranking, said, filters = self._routed(query, k, filters or Filters(), mode, judge)
+        if judge(ranking) and self.has_deprecated and not filters.include_deprecated:
+            superseded = self.searcher.rank(query, k, replace(filters, include_deprecated=True), mode)
+            if not judge(superseded) and self.searcher.notebooks[superseded.notebooks[0][0]]["meta"].get("deprecated"):
+                return superseded, {**said, "deprecated": True}
+        return ranking, said
+
+    def _routed(
+        self, query: str, k: int, filters: Filters, mode: str, judge: Callable[[Ranking], bool]
+    ) -> tuple[Ranking, dict[str, Any], Filters]:
+        """``rank`` but for the deprecated notebooks' fall-back; the filters of the search whose
+        ranking it returns."""
         allowed = [source for source in self.sources if not filters.sources or source in filters.sources]
         chosen = route(query, self.values, allowed, self.rules)  # never into a source the filters leave out
         others = [source for source in allowed if source not in chosen.sources]  # all, without a route
@@ -117,16 +136,16 @@ class Router:
             narrowed = replace(filters, sources=chosen.sources, fields=(*filters.fields, *chosen.fields))
             ranking = self.searcher.rank(query, k, narrowed, mode)
             if not judge(ranking):
-                return ranking, _said(chosen, list(chosen.sources), False)
+                return ranking, _said(chosen, list(chosen.sources), False), narrowed
             if chosen.fields:
                 # The notes of another machine answer no question about this one: the fall-back
                 # searches the other sources (a report on that machine), or none, and then the
                 # routed search's refusal stands.
                 if not others:
-                    return ranking, _said(chosen, list(chosen.sources), False)
+                    return ranking, _said(chosen, list(chosen.sources), False), narrowed
                 filters = replace(filters, sources=tuple(others))
         ranking = self.searcher.rank(query, k, filters, mode)
-        return ranking, _said(chosen, [*chosen.sources, *others], chosen.rule != "none")
+        return ranking, _said(chosen, [*chosen.sources, *others], chosen.rule != "none"), filters
 
     def search(self, query: str, k: int = 3, filters: Filters | None = None, mode: str = "hybrid") -> Answer:
         """``Searcher.search`` routed: the answer with ``route`` saying what was searched."""
@@ -137,4 +156,10 @@ class Router:
 
 
 def _said(chosen: Route, searched: list[str], fell_back: bool) -> dict[str, Any]:
-    return {"rule": chosen.rule, "sources": searched, "fields": dict(chosen.fields), "fell_back": fell_back}
+    return {
+        "rule": chosen.rule,
+        "sources": searched,
+        "fields": dict(chosen.fields),
+        "fell_back": fell_back,
+        "deprecated": False,
+    }
