@@ -36,7 +36,11 @@ from cellar.retrieval.answer_cell import diverse, intent, naming_shares, order_h
         ("where is the GZ curve plotted for the 16-008 stability check", "figure"),
         ("validation curve of training and validation score versus polynomial degree", "figure"),
         ("Affiniteitswetten van de pomp bij 1700 rpm", "locate"),
-        ("Waar staat de GZ-kromme van het vrachtschip uit 2016?", "locate"),
+        # the verbs that ask where name nothing: the figure named after them is asked for
+        ("Waar staat de GZ-kromme van het vrachtschip uit 2016?", "figure"),
+        ("waar vind ik de grafiek van het debiet", "figure"),
+        ("where can I find the histogram of the wind speeds", "figure"),
+        ("Waar zit de berekening van de trim?", "locate"),
         ("how accurate are the k-means clusters on the digits", "locate"),  # k-means: no "means"
         # a dotted name names code: no histogram here, but a timing
         ("np.histogram timing on a million points", "value"),
