@@ -4,6 +4,7 @@ The package is pure Python and runs the same on CPython 3.11+ (building the inde
 Pyodide (searching it in a browser tab). One subpackage per flow, one module per stage:
 
     records      the contracts every flow shares (chunk, answer, shard entry, report entry)
+    terminal     text from an archive or a notebook as a terminal may print it
     ingest       archive files -> notebooks -> typed chunks
     rerender     path map -> sandbox -> fresh outputs -> compare -> report
     retrieval    chunks -> index -> shard -> search -> answers (and their evaluation)

@@ -5,8 +5,9 @@
 stand-in"; a notebook whose code holds DIE_HERE ends the process, so the real host code has to
 notice the death; one that holds FORGE_HERE gets a reply that is no JSON text, MALFORMED_HERE a
 result that is no object, FORGE_AHEAD writes replies for the ids that follow its own, as a
-notebook may, and ENDLESS_LINE writes one line that never ends; a `fail` file beside it makes it fail to start (a file, not a variable: the
-worker's environment is scrubbed).
+notebook may, ENDLESS_LINE writes one line that never ends, and FLOOD_OUTPUT writes 4 MB with
+terminal escapes to stderr and stray lines to stdout before it replies; a `fail` file beside it
+makes it fail to start (a file, not a variable: the worker's environment is scrubbed).
 """
 
 from __future__ import annotations
@@ -42,7 +43,11 @@ for line in sys.stdin:
     if "ENDLESS_LINE" in request["code"]:  # until the host gives up on it and ends the process
         while True:
             sys.stdout.write("x" * (1 << 20))
-    if "FORGE_AHEAD" in request["code"]:  # replies for the ids that would follow, on either side of its own
+    if "FLOOD_OUTPUT" in request["code"]:  # as os.write(1 or 2, ...) in a notebook does
+        for _ in range(4):
+            sys.stderr.write("\\x1b]0;PWNED\\x07\\x1b[31mFAKE: 0 stale\\x1b[0m" + "y" * (1 << 20) + "\\n")
+            sys.stderr.flush()
+        sys.stdout.write("\\x1b[2Jstray line\\n")
         forged = json.dumps(json.dumps({{"cells": [], "stopped": "FORGED", "seconds": 0.0}}))
         for guess in range(request["id"] + 1, request["id"] + 20):
             reply({{"id": guess, "ok": True, "value": forged}})

@@ -5,6 +5,7 @@ point at its own layer or a lower one, and no two modules may import each other 
 The layers, lowest first:
 
     cellar.records                 the contracts, shared by all
+    cellar.terminal                text as a terminal may print it, shared by all
     cellar.ingest                  archive files -> notebooks -> typed chunks
     cellar.rerender                path map + sandbox -> fresh outputs -> compare -> report
     cellar.retrieval               chunks (+ a re-render report) -> index -> shard -> answers
@@ -21,7 +22,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "py_src" / "cellar"
-LAYERS = ["records", "ingest", "rerender", "retrieval", "lessons", "site", "cli"]
+LAYERS = ["records", "terminal", "ingest", "rerender", "retrieval", "lessons", "site", "cli"]
 MAX_LINES = 700
 
 

@@ -15,6 +15,7 @@ import pytest
 from tests.unit.conftest import notebook
 
 from cellar.cli import main
+from cellar.rerender.pyodide_host import ECHO_LIMIT
 
 
 @pytest.fixture()
@@ -96,3 +97,22 @@ def test_a_line_without_end_is_cut_off_and_its_notebook_is_stale(tmp_path, stand
         "a fresh worker was started"
     )
     assert reasons["a.ipynb"] == reasons["c.ipynb"] == "not run by the stand-in"
+
+
+def test_what_a_worker_writes_besides_its_replies_is_echoed_cut_and_escaped(tmp_path, stand_in_site, capfd):
+    """A notebook's os.write(1 or 2, ...) reaches the worker's stderr and stdout: the host echoes
+    it on its own stderr with control characters as escapes (no recoloured console, no forged
+    status line) and at most ECHO_LIMIT of it per notebook, so a flood fills no CI log."""
+    archive, out = tmp_path / "archive", tmp_path / "out"
+    archive.mkdir()
+    for name, source in {"a": "FLOOD_OUTPUT = 1", "b": "y = 2"}.items():
+        (archive / f"{name}.ipynb").write_text(notebook(source))
+    status = main(["rerender", str(archive), "--out", str(out), "--site", str(stand_in_site), "--workers", "1"])
+    err = capfd.readouterr().err
+    assert status == 0
+    assert "\x1b" not in err and "\x07" not in err
+    assert "\\x1b]0;PWNED\\x07\\x1b[31mFAKE: 0 stale" in err  # shown, as escapes
+    assert f"wrote more than {ECHO_LIMIT // 1024} KB besides its reply: the rest is not shown" in err
+    assert len(err) < 2 * ECHO_LIMIT  # of the 4 MB written
+    reasons = {entry["path"]: entry["reason"] for entry in json.loads((out / "report.json").read_text())["notebooks"]}
+    assert reasons == {"a.ipynb": "not run by the stand-in", "b.ipynb": "not run by the stand-in"}

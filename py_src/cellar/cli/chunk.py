@@ -21,12 +21,12 @@ import warnings
 from collections import Counter
 
 from cellar.cli.files import json_file
-from cellar.cli.progress import shown
 from cellar.ingest.chunking import chunk_file, coverage, naming
 from cellar.ingest.discovery import find_documents, printable, relative_path
 from cellar.ingest.metadata import parse_rules
 from cellar.ingest.windows import Coverage, combine
 from cellar.records import KINDS
+from cellar.terminal import shown
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from cellar.cli.files import json_file, json_text
-from cellar.cli.progress import Progress, shown
+from cellar.cli.progress import Progress
 from cellar.ingest.discovery import read_document
 from cellar.ingest.metadata import parse_rules
 from cellar.ingest.scheduler import check_scheduler
@@ -61,6 +61,7 @@ from cellar.retrieval.index import build_index_from_directory
 from cellar.retrieval.publish import shard_lock, write_shard
 from cellar.retrieval.search import Searcher
 from cellar.retrieval.shard import ShardError
+from cellar.terminal import shown
 
 GLOSSARY_FILE = "glossary.json"  # an archive's own glossary, at its root
 

@@ -21,13 +21,13 @@ import argparse
 import json
 import sys
 
-from cellar.cli.progress import shown
 from cellar.records import KINDS, Answer
 from cellar.retrieval.embedding import default_model_dir, load_model
 from cellar.retrieval.filters import SOURCES
 from cellar.retrieval.routing import DEFAULT_RULES, RULES, Router
 from cellar.retrieval.search import Filters, Searcher
 from cellar.retrieval.shard import ShardError, open_shard
+from cellar.terminal import shown
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

@@ -31,7 +31,11 @@ the default; see `confinement()`):
 The code run can also write to the process's stdout, where replies come: a reply names its
 request by a random id, which code run for one request cannot know for the next, and a reply whose
 value is not JSON text raises ForgedReply. The host holds at most `max_reply` bytes of a line
-(OversizedReply beyond: code run in Pyodide can write without end).
+(OversizedReply beyond: code run in Pyodide can write without end). What the process writes that
+is no reply (Pyodide's own output, on stderr, and stray lines on stdout) is echoed on the host's
+stderr, its control characters written as escapes and at most `ECHO_LIMIT` bytes a request: a
+notebook's `os.write(1, ...)` must neither flood the operator's console or CI log nor recolour it
+or forge a status line there.
 """
 
 from __future__ import annotations
@@ -54,11 +58,16 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from cellar.terminal import shown as terminal_safe
+
 SCRIPT = Path(__file__).with_name("pyodide_host.mjs")
 MARK = "\x1ecellar-host "
 # The longest reply line the host reads (a fresh notebook's outputs, as JSON in JSON): a notebook
 # that prints or plots without end must not fill the host's memory.
 MAX_REPLY = 256 * 2**20
+# What a worker writes besides its replies that the host echoes per request (a traceback of a
+# failed start, Pyodide's "Loading numpy"); a notebook's endless writes are cut, not echoed.
+ECHO_LIMIT = 64 * 2**10
 
 
 # The namespaces `unshare` makes, as root or else as an unprivileged user in a user namespace of
@@ -333,7 +342,7 @@ class PyodideHost:
             command,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=None,  # Python's output: our stderr
+            stderr=subprocess.PIPE,  # Python's own output: echoed on ours (_echo)
             text=True,
             encoding="utf-8",
             bufsize=1,
@@ -345,6 +354,7 @@ class PyodideHost:
         self._received = bytearray()  # stdout as read, up to the line not yet complete
         self._scanned = 0  # how much of it holds no line end
         self.max_reply = max_reply
+        self._echo_left = ECHO_LIMIT  # of this request's echo (_echo)
         self._read_reply(0, start_timeout)
         self.start_seconds = time.perf_counter() - started
 
@@ -373,6 +383,7 @@ class PyodideHost:
         # Unguessable, and exact as a JavaScript number: a reply that code run for an earlier
         # request wrote ahead, with the ids that would follow, answers nothing.
         self._next_id = secrets.randbits(52) + 1
+        self._echo_left = ECHO_LIMIT
         stdin = self._process.stdin
         assert stdin is not None  # started with stdin=PIPE
         try:
@@ -385,14 +396,16 @@ class PyodideHost:
 
     def _read_reply(self, request_id: int, timeout: float | None) -> Any:
         deadline = None if timeout is None else time.monotonic() + timeout
-        stdout = self._process.stdout
-        assert stdout is not None  # started with stdout=PIPE
+        stdout, stderr = self._process.stdout, self._process.stderr
+        assert stdout is not None and stderr is not None  # started with both as pipes
         with selectors.DefaultSelector() as selector:
             selector.register(stdout, selectors.EVENT_READ)
+            if not stderr.closed:
+                selector.register(stderr, selectors.EVENT_READ)
             while True:
                 for line in self._complete_lines():
                     if not line.startswith(MARK):
-                        sys.stderr.write(line + "\n")
+                        self._echo(line + "\n")
                         continue
                     message = _message(line[len(MARK) :])
                     if message is None or message["id"] != request_id:
@@ -404,9 +417,18 @@ class PyodideHost:
                     self.close()
                     raise OversizedReply(f"the worker wrote a line of more than {self.max_reply / 2**20:.3g} MB")
                 remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0 or not selector.select(remaining):
+                ready = [] if remaining is not None and remaining <= 0 else selector.select(remaining)
+                if not ready:
                     self.close()
                     raise TimeoutError(f"Pyodide did not answer within {timeout} s")
+                if any(key.fileobj is stderr for key, _ in ready):
+                    said = os.read(stderr.fileno(), 1 << 16)
+                    if said:
+                        self._echo(said.decode("utf-8", errors="replace"))
+                    else:  # ended: the process is ending, which stdout's end tells below
+                        selector.unregister(stderr)
+                        stderr.close()
+                    continue
                 # Whatever has arrived, never a blocking read of a whole line: code in Pyodide
                 # can write half a line to stdout and loop, and the deadline must still hold.
                 data = os.read(stdout.fileno(), 1 << 20)
@@ -414,6 +436,17 @@ class PyodideHost:
                     code = self._process.wait()
                     raise PyodideExited(f"the Node process running Pyodide exited ({_exit_status(code)})")
                 self._received += data
+
+    def _echo(self, text: str) -> None:
+        """Write what the process wrote besides its replies on our stderr, control characters
+        as escapes, up to ``ECHO_LIMIT`` characters a request, then one line saying the rest was cut."""
+        if self._echo_left <= 0:
+            return
+        shown = "\n".join(map(terminal_safe, text[: self._echo_left].split("\n")))
+        self._echo_left -= len(text)
+        if self._echo_left <= 0:
+            shown += f"\n[the Pyodide worker wrote more than {ECHO_LIMIT // 1024} KB besides its reply: the rest is not shown]\n"
+        sys.stderr.write(shown)
 
     def _complete_lines(self) -> Iterator[str]:
         """The lines received whole, taken from the buffer one by one (a reply may be read while
