@@ -222,6 +222,15 @@ def test_a_refusal_names_the_missing_words_as_the_question_wrote_them(small):
     assert "no cell or output mentions salary, CEO;" in reason  # not the analysed `salari`, `ceo`
 
 
+@pytest.mark.parametrize("question", ["", "   ", "the of and", "???", "💥🔥", "wat is het"])
+def test_a_question_with_no_word_to_search_for_is_refused_saying_so(small, question):
+    answer = small.search(question, k=3)
+    assert answer["refused"] is True
+    assert answer["refusal_reason"] == (
+        f"looked for {question!r}: it holds no word to search for, only common words or symbols"
+    )
+
+
 def test_words_the_archive_never_saw_are_left_to_the_dense_similarity(model):
     """A Dutch question on an English notebook, without the Dutch -> English table: its Dutch
     words occur in no chunk, so they count as missing and BM25 alone refuses; with the dense ranker, a notebook holding every query

@@ -58,6 +58,8 @@ def refusal_reason(
     missing = ", ".join(_clipped(word, REASON_QUERY // 4) for word in said) or asked
     if evidence.get("filtered_out"):
         return f"looked for {asked!r}: no notebook or document passes the filters"
+    if not evidence["missing"] and not evidence["coverage"]:  # no term to look for, held or not
+        return f"looked for {asked!r}: it holds no word to search for, only common words or symbols"
     reason = f"looked for {asked!r}: {source} {missing}"
     if shown:
         best = shown[0]
