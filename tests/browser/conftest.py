@@ -183,11 +183,14 @@ def as_the_page_searches(searcher, query: str, **options) -> dict:
 
 
 def expected_fetches(shard_dir: Path, model, query: str, k: int) -> set[str]:
-    """The shard files a question needs from a cold shard: those CPython reads to answer it (the
-    postings partitions of its terms and of a Dutch question's English reading, the clusters its
-    vector probes, the containers of the notebooks it shows), and the containers of all its top
-    ``k`` notebooks, which the page fetches in one round before the refusal is judged (a refused
-    question shows only the closest). The page must fetch these, and nothing else."""
+    """The shard files a question needs from a cold shard, asked as the page asks (routed, with
+    its fall-backs: a machine's notes to the other sources, nothing current to a deprecated
+    notebook): those CPython reads to answer it (the postings partitions of its terms and of a
+    Dutch question's English reading, the clusters its vector probes, the containers of the
+    notebooks it shows), and the containers of the top ``k`` notebooks of every ranking made,
+    which the page fetches in a round before each refusal is judged (a refused question shows
+    only the closest). The page must fetch these, and nothing else."""
+    from cellar.retrieval.routing import Router
     from cellar.retrieval.search import Searcher
     from cellar.retrieval.shard import Shard
 
@@ -200,6 +203,15 @@ def expected_fetches(shard_dir: Path, model, query: str, k: int) -> set[str]:
     shard = Shard(reader, "counted")
     opened = set(read)
     searcher = Searcher(shard, model)
-    searcher.search(query, k=k)
-    top = {shard.container_name(n) for n, _, _ in searcher.rank(query, k=k).notebooks}
+    rankings = []
+    rank = searcher.rank
+
+    def recorded(*args, **kwargs):
+        rankings.append(rank(*args, **kwargs))
+        return rankings[-1]
+
+    searcher.rank = recorded
+    ranking, _ = Router(searcher).rank(query, k)
+    searcher.answer(ranking)
+    top = {shard.container_name(n) for made in rankings for n, _, _ in made.notebooks}
     return (set(read) - opened) | top
