@@ -110,7 +110,9 @@ while [ "$1" != "--" ]; do
   mount -o remount,bind,ro "$new$path" 2>/dev/null || true
 done
 shift
-mkdir -p "$new/proc"; mount -t proc proc "$new/proc" 2>/dev/null || true
+# The new PID namespace's own /proc (Node reads its memory use there), read-only: no write to a
+# /proc file should a flaw of Node's permission model ever let one through
+mkdir -p "$new/proc"; mount -t proc -o ro,nosuid,nodev,noexec proc "$new/proc" 2>/dev/null || true
 cd /
 unset OLDPWD PWD  # sh's, which would tell Node the host's working directory
 exec chroot "$new" "$@"
