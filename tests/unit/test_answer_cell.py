@@ -77,7 +77,14 @@ def test_a_second_output_of_a_kind_is_shown_when_it_scores_close():
     kinds = [KINDS.index(k) for k in ("table", "table", "markdown", "table", "code")]
     chunks = [(0, 1.0), (1, 0.95), (2, 0.9), (3, 0.5), (4, 0.4)]
     assert [row for row, _ in diverse(chunks, kinds)] == [0, 1, 2, 4, 3]
-    assert [row for row, _ in diverse(chunks, kinds, seconds=())] == [0, 2, 4, 1, 3]
+
+
+def test_an_explanation_keeps_its_paragraphs_in_score_order():
+    """Prose explains: a code cell that scores a quarter of the best paragraph is no reason to
+    push the next paragraph down, as the best chunk of each kind would (a value question's)."""
+    chunks = [(0, 0.96), (1, 0.9), (4, 0.85), (2, 0.25)]
+    assert order_hits(chunks, EXAMPLE, 0, KIND_OF, "explain") == chunks
+    assert [row for row, _ in diverse(chunks, KIND_OF)] == [0, 2, 1, 4]
 
 
 def test_a_figure_question_opens_on_the_plot_of_the_cell_that_draws():
