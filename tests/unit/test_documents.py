@@ -12,6 +12,7 @@ import io
 import json
 import warnings
 import zipfile
+from collections.abc import Callable
 
 import pytest
 from tests.unit.conftest import demo_documents_writers
@@ -289,7 +290,18 @@ BILLION_LAUGHS = (
         ("q.clauses.xml", b'<?xml version="1.0" encoding="UTF-7"?><clauses/>', "not readable XML"),
         ("r.docx", _zip_of("word/document.xml", b'<!DOCTYPE d [<!ENTITY x SYSTEM "file:///etc/passwd">]><d>&x;</d>'),
          "word/document.xml declares a DTD (entities), refused"),
+        # past a long comment, or in UTF-16, a DTD is no less one (the entity's paragraph was lost)
+        ("r2.docx", _zip_of("word/document.xml", b"<!--" + b"x" * 5000 + b'--><!DOCTYPE d [<!ENTITY x "y">]><d>&x;</d>'),
+         "word/document.xml declares a DTD (entities), refused"),
+        ("r3.docx", _zip_of("word/document.xml", '<?xml version="1.0" encoding="UTF-16"?><!DOCTYPE d [<!ENTITY x "y">]><d>&x;</d>'.encode("utf-16")),
+         "word/document.xml declares a DTD (entities), refused"),
         ("s.docx", _flagged_utf8_name(b"word/\xff.xml"), "a member's name is not UTF-8"),
+        # a header of 200,000 columns or a name of 1 MB, read into every note, took minutes
+        ("v.records.csv", b"id,text," + b",".join(b"c%d" % i for i in range(999)) + b"\nA,x\n",
+         "more than 1,000 columns, refused: a records file has tens"),
+        ("w.records.csv", b"id,text," + b"k" * 501 + b"\nA,x,y\n", "a column name of 501 characters, over the limit of 500"),
+        ("x.records.jsonl", b'{"id": "A", "text": "x"}\n' + json.dumps({"id": "B", "text": "y", **{f"c{i}": "z" for i in range(999)}}).encode(),
+         "more than 1,000 columns by line 2, refused"),
         ("t.clauses.xml", b"<clauses>" + b"<z/>" * 1_000_000 + b"</clauses>",
          "a clause collection of up to 1,000,002 elements, over the limit of 1,000,000"),
         ("u.clauses.json", b'{"articles": [' + b"{}," * 1_000_000 + b"{}]}",
@@ -327,6 +339,61 @@ def test_a_word_document_of_too_many_paragraphs_is_refused_before_python_docx_re
         extract(two, "archive/r.docx")
     monkeypatch.setattr(word, "MAX_PARAGRAPHS", 2)
     assert extract(two, "archive/r.docx").text == "1 Scope\n\nThis report covers ballast."
+
+
+def test_a_word_document_of_too_many_runs_is_refused_before_python_docx_reads_them(monkeypatch):
+    """Runs too (`<w:r>`, a stretch of one formatting): 2 million in one paragraph of 158 KB took 44 s
+    and 1.1 GB."""
+    import cellar.ingest.documents.word as word
+
+    body = b"<w:p>" + b"<w:r><w:t>ab </w:t></w:r>" * 3 + b"</w:p>"
+    monkeypatch.setattr(word, "MAX_RUNS", 2)
+    with pytest.raises(FileRefused, match="archive/r.docx: a Word document of 3 runs of text, over the limit of 2"):
+        extract(_docx_with_body(body), "archive/r.docx")
+    monkeypatch.setattr(word, "MAX_RUNS", 3)
+    assert extract(_docx_with_body(body), "archive/r.docx").text == "ab ab ab"
+
+
+def _damaged(flip: Callable[[bytearray, int], None]) -> bytes:
+    """A stored (uncompressed) DOCX whose word/document.xml entry `flip` damages at its data's start."""
+    source = zipfile.ZipFile(io.BytesIO(WRITERS.docx_bytes([("Normal", "The ballast pump was replaced.")])))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as package:
+        for member in source.infolist():
+            package.writestr(member.filename, source.read(member.filename))
+    data = bytearray(out.getvalue())
+    flip(data, data.index(b"The ballast pump"))
+    return bytes(data)
+
+
+def _byte_flipped(data: bytearray, at: int) -> None:
+    data[at] ^= 1
+
+
+def _encrypted(data: bytearray, _: int) -> None:
+    """The encryption flag set on word/document.xml's entry, in its local and its central header."""
+    for signature, flags, name_at in ((b"PK\x03\x04", 6, 30), (b"PK\x01\x02", 8, 46)):
+        at = data.find(signature)
+        while at >= 0:
+            if data[at + name_at : at + name_at + 17] == b"word/document.xml":
+                data[at + flags] |= 1
+            at = data.find(signature, at + 4)
+
+
+@pytest.mark.parametrize(
+    ("flip", "reason"),
+    [
+        (_byte_flipped, "Bad CRC-32 for file 'word/document.xml'"),
+        (_encrypted, "is encrypted"),
+    ],
+)
+def test_a_damaged_word_package_is_refused_naming_the_part_not_stopping_the_batch(flip, reason):
+    """A member whose bytes no longer match their CRC, or that is encrypted, is a problem of this
+    file: before, the error escaped the reader and stopped `cellar index` with a traceback."""
+    with pytest.raises(FileRefused) as caught:
+        extract(_damaged(flip), "archive/r.docx")
+    assert str(caught.value).startswith("archive/r.docx: a damaged Word package: word/document.xml cannot be unpacked")
+    assert reason in str(caught.value)
 
 
 # -- chunks ---------------------------------------------------------------------------------------

@@ -256,11 +256,11 @@ def test_outputs_that_cost_quadratic_time_or_gigabytes_are_read_in_linear_time(a
 
 def test_a_notebook_of_endless_cells_or_printed_tables_is_indexed_up_to_its_caps(archive, monkeypatch):
     """Each cell's texts are bounded, the cells are not, nor the frames one output prints (each
-    read through pandas): past MAX_NOTEBOOK_CHUNKS the cells left are named in a warning, past
+    read through pandas): past MAX_FILE_CHUNKS the cells left are named in a warning, past
     MAX_PRINTED_TABLES an output's frames are its text only."""
     from cellar.ingest import outputs
 
-    monkeypatch.setattr(chunking, "MAX_NOTEBOOK_CHUNKS", 100)
+    monkeypatch.setattr(chunking, "MAX_FILE_CHUNKS", 100)
     monkeypatch.setattr(outputs, "MAX_PRINTED_TABLES", 3)
     frames = "".join(f"   a  b\n0  {i}  2\n1  3  4\n\n" for i in range(10))
     nb = notebook()
@@ -276,6 +276,20 @@ def test_a_notebook_of_endless_cells_or_printed_tables_is_indexed_up_to_its_caps
     ]
     assert sum(chunk.kind == "table" for chunk in chunked.chunks) == 3
     assert len(chunked.chunks) == 100 and any("0  9  2" in chunk.text for chunk in chunked.chunks)
+
+
+def test_a_document_of_endless_blocks_is_indexed_up_to_the_same_cap(archive, monkeypatch):
+    """A document's blocks too: 200,000 code fences of a 2 MB Markdown file took 53 s and 1 GB;
+    past MAX_FILE_CHUNKS the blocks left are named in a warning, those before are indexed."""
+    monkeypatch.setattr(chunking, "MAX_FILE_CHUNKS", 100)
+    (archive / "fences.md").write_text("# Fences\n\n" + "".join(f"```\nx{i}\n```\n\n" for i in range(300)))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        chunked = chunk_file(archive / "fences.md", archive)
+    assert [str(warning.message) for warning in caught] == [
+        "fences.md: 100 chunks by block 100 (Fences, paragraph 101), over 100: blocks 100 to 299 are not indexed"
+    ]
+    assert len(chunked.chunks) == 100 and "x99" in chunked.chunks[-1].text
 
 
 @pytest.mark.parametrize(
@@ -321,6 +335,19 @@ def test_a_year_no_index_column_holds_is_refused_naming_the_notebook(archive):
     built = build_index_from_directory(archive, load_model(default_model_dir()))
     assert [nb["path"] for nb in built.index.notebooks] == ["b.ipynb"]
     assert built.problems == [f"a.ipynb: metadata.cellar.year must be a year (1 to 9999), not {10**30}"]
+
+
+def test_a_file_read_but_holding_no_text_is_reported_not_left_out_without_a_word(archive):
+    """An empty Markdown file, a notebook without cells, a page of script alone: each is read, and
+    has no entry in the shard; the build says so, naming it."""
+    (archive / "empty.md").write_text("  \n")
+    (archive / "script.html").write_text("<script>x()</script>")
+    (archive / "blank.ipynb").write_text(json.dumps({**notebook(), "cells": []}))
+    built = build_index_from_directory(archive, load_model(default_model_dir()))
+    assert [nb["path"] for nb in built.index.notebooks] == ["good.ipynb"]
+    assert sorted(built.problems) == [
+        f"{name}: nothing to index: it holds no text" for name in ("blank.ipynb", "empty.md", "script.html")
+    ]
 
 
 def test_a_title_of_a_megabyte_is_cut_in_the_table_fetched_at_boot(archive):

@@ -21,7 +21,7 @@ from cellar.ingest import scheduler
 from cellar.ingest.scheduler import SchedulerError, batches
 from cellar.ingest.synth import generate_archive, mutate_archive
 from cellar.retrieval.embedding import default_model_dir
-from cellar.retrieval.index import PSEUDO_QUESTIONS, build_index_from_directory
+from cellar.retrieval.index import PSEUDO_CHARS, PSEUDO_QUESTIONS, build_index_from_directory
 from cellar.retrieval.sharding import shard_files
 
 MODEL = str(default_model_dir())
@@ -239,3 +239,44 @@ def test_a_new_shard_links_the_files_the_previous_one_holds_and_never_a_damaged_
     third = out.resolve()
     fragments = sorted((third / "notebooks").iterdir())
     assert fragments and all(f.stat().st_ino == (second / "notebooks" / f.name).stat().st_ino for f in fragments)
+
+
+def test_a_file_whose_reader_fails_unforeseen_is_a_problem_of_that_file_and_the_batch_goes_on(tmp_path, monkeypatch):
+    """A reader raises ValueError naming the file for every damage it foresees; a library's own
+    error that none foresaw (zipfile's on a damaged DOCX member, before its reader caught them)
+    must not stop the batch either: that file is reported with the error, every other is indexed."""
+    root = tmp_path / "archive"
+    generate_archive(root, 4, seed=5)
+    notebooks = sorted(path.relative_to(root).as_posix() for path in root.rglob("*.ipynb"))
+    chunk = incremental._chunk
+
+    def failing(task, rules, part):
+        if task.path == notebooks[1]:
+            raise RuntimeError("File 'word/document.xml' is encrypted, password required for extraction")
+        return chunk(task, rules, part)
+
+    monkeypatch.setattr(incremental, "_chunk", failing)
+    built = build_index_from_directory(root, MODEL, workers=1)
+    assert built.problems == [
+        f"{notebooks[1]}: could not be read (RuntimeError: File 'word/document.xml' is encrypted, "
+        "password required for extraction)"
+    ]
+    indexed = {entry["path"] for entry in built.index.notebooks}
+    assert indexed == set(notebooks) - {notebooks[1]}
+
+
+def test_a_chunk_of_one_giant_word_is_asked_about_as_a_question_is_short(tmp_path, monkeypatch):
+    """The pseudo-questions that choose how many clusters a query probes are drawn from chunks: a
+    chunk that is one word of 200,000 dots, drawn hundreds of times, was embedded whole each time
+    (a 2 MB one took 97 s). A question is short: each is cut to PSEUDO_CHARS."""
+    root = tmp_path / "archive"
+    generate_archive(root, 2, seed=5)
+    (root / "dots.md").write_text("." * 200_000 + "\n")
+    encoded = []
+    encode = incremental.StaticModel.encode
+    monkeypatch.setattr(
+        incremental.StaticModel, "encode", lambda self, texts: encoded.append(texts) or encode(self, texts)
+    )
+    build_index_from_directory(root, MODEL, workers=1)
+    (questions,) = [texts for texts in encoded if len(texts) == PSEUDO_QUESTIONS]
+    assert max(map(len, questions)) == PSEUDO_CHARS  # the dots were drawn, and cut

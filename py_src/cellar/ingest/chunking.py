@@ -62,9 +62,10 @@ ABOVE_WORDS = 60  # how much of the Markdown above describes a plot
 # Chunking costs about 0.5 s and 50 MB per million characters; the file limit is
 # `cellar.ingest.discovery.MAX_FILE_BYTES`.
 MAX_TEXT_CHARS = 2_000_000
-# A notebook's chunks: each cell's texts are bounded, the cells are not (300,000 markdown cells, a
-# 19 MB notebook, took 73 s and 1.45 GB to index). A long real notebook has a few thousand.
-MAX_NOTEBOOK_CHUNKS = 50_000
+# A file's chunks: each cell's or block's text is bounded, their number is not (300,000 markdown
+# cells, a 19 MB notebook, took 73 s and 1.45 GB to index; 200,000 code fences, a 2 MB Markdown
+# file, 53 s and 1 GB). A long real notebook has a few thousand, a report of 1,000 pages some 20,000.
+MAX_FILE_CHUNKS = 50_000
 # The documents whose text is the file's own (Markdown, plain text): cut to the limit before they
 # are split into blocks, as splitting takes many times the text's size (an 88 MB text of short
 # paragraphs had taken 6 GB and 85 s before its cut).
@@ -78,7 +79,7 @@ SETEXT = re.compile(r" {0,3}(=+|-+)[ \t]*\r?\n?")
 
 def chunk_notebook(notebook: Notebook, rules: Sequence[Rule] = (), *, fresh: bool = False) -> Chunked:
     """The typed chunks of a notebook, in cell order, and the outputs skipped (reason -> count).
-    Texts past MAX_TEXT_CHARS are cut or left out, and cells once MAX_NOTEBOOK_CHUNKS are made,
+    Texts past MAX_TEXT_CHARS are cut or left out, and cells once MAX_FILE_CHUNKS are made,
     with a NotebookWarning naming the place.
 
     `fresh`: the notebook's outputs come from a re-render (`cellar rerender`'s fresh notebook),
@@ -90,9 +91,9 @@ def chunk_notebook(notebook: Notebook, rules: Sequence[Rule] = (), *, fresh: boo
     above = ""  # the nearest Markdown above, to describe plots
     seen: Counter[tuple[str, str]] = Counter()  # identical cells get distinct, stable ids
     for cell in _bounded(notebook.path, notebook.cells):
-        if len(maker.chunks) >= MAX_NOTEBOOK_CHUNKS:
+        if len(maker.chunks) >= MAX_FILE_CHUNKS:
             warnings.warn(
-                f"{notebook.path}: {len(maker.chunks):,} chunks by cell {cell.index}, over {MAX_NOTEBOOK_CHUNKS:,}: "
+                f"{notebook.path}: {len(maker.chunks):,} chunks by cell {cell.index}, over {MAX_FILE_CHUNKS:,}: "
                 f"cells {cell.index} to {len(notebook.cells) - 1} are not indexed",
                 NotebookWarning,
                 stacklevel=2,
@@ -129,10 +130,22 @@ def chunk_document(data: bytes, path: str, rules: Sequence[Rule] = ()) -> Chunke
     text = _cut(path, "the text", extracted.text)
     # Blocks past the cut are left out; one the cut runs through is kept up to the cut (a file
     # that is one long paragraph or table is indexed as far as the warning says, not left empty).
-    blocks = tuple(replace(b, end=min(b.end, len(text))) for b in extracted.blocks if b.start < len(text))
+    blocks = tuple(
+        b if b.end <= len(text) else replace(b, end=len(text)) for b in extracted.blocks if b.start < len(text)
+    )
     extracted = replace(extracted, blocks=blocks)
     place = "source" if extracted.format in ("markdown", "text") else "extracted"
-    for block in blocks:
+    # (a records file's notes are bounded by their own count, notes.MAX_NOTES: one a block)
+    limit = MAX_FILE_CHUNKS if extracted.source != "records" else None
+    for number, block in enumerate(blocks):
+        if limit is not None and len(maker.chunks) >= limit:
+            warnings.warn(
+                f"{path}: {len(maker.chunks):,} chunks by block {number} ({block.citation}), over "
+                f"{MAX_FILE_CHUNKS:,}: blocks {number} to {len(blocks) - 1} are not indexed",
+                NotebookWarning,
+                stacklevel=2,
+            )
+            break
         _block(maker, text, block, place, extracted.designation)
     view = document_view(path, maker.revision, extracted, text)
     return Chunked(tuple(maker.chunks), dict(maker.skipped), text, extracted.title, view)

@@ -286,9 +286,12 @@ def prepare(
 
         part.error = naming(task.path, error)
         return part
+    except Exception as error:  # a damage no reader foresaw (a library's own error): this file's, not the batch's
+        part.error = f"{task.path}: could not be read ({type(error).__name__}: {error})"
+        return part
     problems = [str(warning.message) for warning in caught] + part.problems
-    if not chunked.chunks:
-        return replace(part, problems=problems)
+    if not chunked.chunks:  # read, but silently absent from the shard it would be
+        return replace(part, problems=[*problems, f"{task.path}: nothing to index: it holds no text"])
     records = [chunk.record() for chunk in chunked.chunks]
     source = chunked.source
     cell_count, title = None, chunked.title if isinstance(source, str) else None

@@ -337,6 +337,9 @@ def build_index_from_directory(
 # to 31.
 PSEUDO_QUESTIONS = 1000
 PSEUDO_WORDS = 6
+# A question's length at most: a chunk that is one giant word (2 MB of dots, of `&amp;`) drawn
+# hundreds of times was embedded whole each time (97 s for one 2 MB file)
+PSEUDO_CHARS = 200
 
 
 def pseudo_questions(parts: Sequence[Part], model: StaticModel, seed: int = 0) -> np.ndarray:
@@ -361,7 +364,7 @@ def pseudo_questions(parts: Sequence[Part], model: StaticModel, seed: int = 0) -
         for _ in range(times):
             words = records[int(rng.integers(len(records)))]["text"].split()
             first = int(rng.integers(max(1, len(words) - PSEUDO_WORDS + 1)))
-            texts.append(" ".join(words[first : first + PSEUDO_WORDS]))
+            texts.append(" ".join(words[first : first + PSEUDO_WORDS])[:PSEUDO_CHARS])
     return model.encode(texts)
 
 

@@ -38,6 +38,9 @@ csv.field_size_limit(MAX_FILE_BYTES)
 # chunk of its note).
 MAX_NOTES = 200_000
 MAX_FIELD_CHARS = 500
+# A service log has tens of columns; a header of 200,000 (1.2 MB) or one name of 1 MB, read into
+# every note's fields, took minutes: refused, as is a column name longer than a field's value.
+MAX_COLUMNS = 1_000
 ID_COLUMNS = ("id", "note_id")
 TEXT_COLUMNS = ("text", "description", "remarks")
 YEAR = re.compile(r"(?:19|20)\d\d")
@@ -49,7 +52,7 @@ def records_from_csv(data: bytes, path: str) -> Extracted:
     text = utf8_text(data, path)
     reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
     try:
-        header = reader.fieldnames or []
+        header = _checked_columns(reader.fieldnames or [], path)
         rows = [(reader.line_num, row) for row in _first_notes(reader, path)]
     except csv.Error as error:
         # line_num counts the lines of the records read whole: the broken one starts on the next
@@ -76,7 +79,9 @@ def records_from_jsonl(data: bytes, path: str) -> Extracted:
         if not isinstance(row, dict):
             raise FileRefused(path, f"line {number} is not a JSON object")
         refuse_lone_surrogates(row, line, path, f"line {number}: ")
-        header.update(dict.fromkeys(row))
+        if row.keys() - header.keys():
+            header.update(dict.fromkeys(row))
+            _checked_columns(header, path, f" by line {number}")
         rows.append((number, row))
     return _notes(path, list(header), rows, "jsonl")
 
@@ -99,6 +104,18 @@ def _first_notes(rows: Iterator[Any], path: str) -> Iterator[Any]:
             _warn(f"{path}: more than {MAX_NOTES:,} notes; only the first {MAX_NOTES:,} are indexed")
             return
         yield row
+
+
+def _checked_columns(header: Sequence[str] | Mapping[str, None], path: str, where: str = "") -> Sequence[str]:
+    """``header`` when it has at most MAX_COLUMNS names of at most MAX_FIELD_CHARS each; else a
+    FileRefused (``where``: the JSON Lines line that took it past)."""
+    if len(header) > MAX_COLUMNS:
+        raise FileRefused(path, f"more than {MAX_COLUMNS:,} columns{where}, refused: a records file has tens")
+    if long := next((name for name in header if isinstance(name, str) and len(name) > MAX_FIELD_CHARS), None):
+        raise FileRefused(
+            path, f"a column name of {len(long):,} characters{where}, over the limit of {MAX_FIELD_CHARS:,}"
+        )
+    return list(header)
 
 
 def _warn(message: str) -> None:

@@ -19,15 +19,21 @@ from __future__ import annotations
 import io
 import re
 import zipfile
-from typing import Any
+import zlib
+from typing import IO, Any
+from xml.parsers import expat
 
 from cellar.ingest.discovery import MAX_FILE_BYTES, FileRefused
 from cellar.ingest.documents.blocks import Extracted, Unit, assemble, first_heading, joined
 
 HEADING_STYLE = re.compile(r"heading (\d)", re.IGNORECASE)
 NUMBER_WRITTEN = re.compile(r"\d+(?:\.\d+)*\.?\s")
-PROLOG_BYTES = 4096  # where a part's DTD would be: before its root element
 MAX_PARAGRAPHS = 500_000  # a report of 1,000 pages has some 20,000
+MAX_RUNS = 1_000_000  # runs (`<w:r>`, a stretch of one formatting): python-docx makes an object of each
+# What reading a damaged member raises: a CRC or a length that does not match (BadZipFile,
+# EOFError), deflate data that is not (zlib.error), an encrypted member (RuntimeError), a
+# compression zipfile lacks (NotImplementedError).
+DAMAGED = (zipfile.BadZipFile, zlib.error, EOFError, RuntimeError, NotImplementedError, OSError)
 
 
 def docx_document(data: bytes, path: str) -> Extracted:
@@ -83,31 +89,77 @@ def _check_package(data: bytes, path: str) -> None:
                 path,
                 "not a Word document: a ZIP package without word/document.xml (another kind of file renamed .docx?)",
             )
-        # Word writes no DTD; one declares entities, which python-docx's parser drops with the text
-        # around them (an entity that names a file is never read): refused, as a clause collection's is.
-        for name in sorted(names):
-            if name.endswith((".xml", ".rels")):
-                with package.open(name) as part:
-                    if b"<!DOCTYPE" in part.read(PROLOG_BYTES):
-                        raise FileRefused(path, f"a Word package whose {name} declares a DTD (entities), refused")
-        paragraphs = _paragraph_count(package)
-    if paragraphs > MAX_PARAGRAPHS:  # python-docx makes an object of each: 16 million took 195 s and 2 GB
+        name = "word/document.xml"
+        try:
+            # Word writes no DTD; one declares entities, which python-docx's parser drops with the
+            # text around them (an entity that names a file is never read): refused, as a clause
+            # collection's is.
+            for name in sorted(names):
+                if name.endswith((".xml", ".rels")):
+                    with package.open(name) as part:
+                        if _declares_dtd(part):
+                            raise FileRefused(path, f"a Word package whose {name} declares a DTD (entities), refused")
+            name = "word/document.xml"
+            paragraphs, runs = _element_counts(package, name)
+        except DAMAGED as error:
+            raise FileRefused(path, f"a damaged Word package: {name} cannot be unpacked ({error})") from None
+    # python-docx makes an object of each: 16 million paragraphs took 195 s and 2 GB, 2 million
+    # runs in one paragraph 44 s and 1.1 GB
+    if paragraphs > MAX_PARAGRAPHS:
         raise FileRefused(path, f"a Word document of {paragraphs:,} paragraphs, over the limit of {MAX_PARAGRAPHS:,}")
+    if runs > MAX_RUNS:
+        raise FileRefused(path, f"a Word document of {runs:,} runs of text, over the limit of {MAX_RUNS:,}")
 
 
-def _paragraph_count(package: zipfile.ZipFile) -> int:
-    """The paragraphs (`<w:p>` elements) of word/document.xml, counted as it is unpacked."""
+class _Prolog(Exception):
+    """The root element or a DOCTYPE reached: the prolog is read."""
 
-    def tags(text: bytes) -> int:
-        return text.count(b"<w:p>") + text.count(b"<w:p ") + text.count(b"<w:p/>")
 
-    count, tail = 0, b""
-    with package.open("word/document.xml") as part:
+def _declares_dtd(part: IO[bytes]) -> bool:
+    """Whether an XML part declares a DTD, read with expat up to its root element (in any encoding
+    it declares, and past any comment: a search of its first bytes for `<!DOCTYPE` missed one
+    after a long comment or written in UTF-16). A part expat cannot read declares none: python-docx
+    refuses it with its reason."""
+    found = False
+
+    def doctype(*_: object) -> None:
+        nonlocal found
+        found = True
+        raise _Prolog
+
+    def root(*_: object) -> None:
+        raise _Prolog
+
+    parser = expat.ParserCreate()
+    parser.StartDoctypeDeclHandler = doctype
+    parser.StartElementHandler = root
+    try:
+        while chunk := part.read(1 << 16):
+            parser.Parse(chunk, False)
+        parser.Parse(b"", True)
+    except _Prolog:
+        pass
+    except expat.ExpatError:
+        return False
+    return found
+
+
+def _element_counts(package: zipfile.ZipFile, name: str) -> tuple[int, int]:
+    """The paragraphs (`<w:p>`) and runs (`<w:r>`) of a part, counted as it is unpacked."""
+
+    def tags(text: bytes, tag: bytes) -> int:
+        return text.count(tag + b">") + text.count(tag + b" ") + text.count(tag + b"/>")
+
+    paragraphs = runs = 0
+    tail = b""
+    with package.open(name) as part:
         while chunk := part.read(1 << 20):
             window = tail + chunk  # a tag cut by the last chunk's end is whole here
-            count += tags(window) - tags(tail)  # the tail's own were counted with the last chunk
+            # the tail's own were counted with the last chunk
+            paragraphs += tags(window, b"<w:p") - tags(tail, b"<w:p")
+            runs += tags(window, b"<w:r") - tags(tail, b"<w:r")
             tail = window[-5:]
-    return count
+    return paragraphs, runs
 
 
 def _table_rows(table: Any) -> list[str]:
