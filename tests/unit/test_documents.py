@@ -574,6 +574,26 @@ def test_a_pdf_page_too_large_for_layout_mode_is_read_in_plain_mode_with_a_warni
     assert doc.text.count("x") == 20_000 and doc.blocks
 
 
+def test_a_pdf_showing_too_many_texts_is_read_up_to_the_files_limit(monkeypatch):
+    """pypdf reads some 4,000 texts shown a second in each of its passes: 300,000 on one page of
+    86 KB, or 1,500 on each of 500 pages, took minutes. The pages are read up to MAX_SHOWN texts,
+    with a warning naming those left; a first page past it alone is refused."""
+    import cellar.ingest.documents.pdf as pdf
+
+    monkeypatch.setattr(pdf, "MAX_SHOWN", 5)
+    pages = WRITERS.pdf_bytes(
+        [["Ballast pumps", "Two pumps of 250 m3/h."], ["Trim", "Trim by the stern."], ["Notes", "None."]]
+    )
+    with pytest.warns(
+        UserWarning, match=r"archive/r\.pdf: more than 5 texts shown by page 3: pages 3 to 3 are not indexed"
+    ):
+        doc = extract(pages, "archive/r.pdf")
+    assert "Trim by the stern." in doc.text and "None." not in doc.text
+    monkeypatch.setattr(pdf, "MAX_SHOWN", 1)
+    with pytest.raises(FileRefused, match=r"archive/r\.pdf: page 1 shows 2 texts, over the limit of 1 for a file"):
+        extract(pages, "archive/r.pdf")
+
+
 def test_a_pdf_encrypted_with_an_empty_password_is_read_and_one_that_needs_a_password_is_refused():
     from pypdf import PdfReader, PdfWriter
 

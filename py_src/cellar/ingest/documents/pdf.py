@@ -52,6 +52,10 @@ HEADER_WINDOW = 1024  # a PDF's %PDF- header may follow some junk bytes, within 
 # a second. A dense real page (3,000 words, each placed with its own `Td`) costs about 10,000,000
 # only when all of them sit in one text object, which is rare; most pages cost under 100,000.
 MAX_LAYOUT_WORK = 4_000_000
+# The texts shown (`Tj`, `TJ`, `'`, `"`) read from one file: pypdf reads some 4,000 a second in
+# each of its two passes, so 300,000 on one page of 86 KB, or 1,500 on each of 500 pages sharing
+# one content stream, took minutes. A report of 300 pages shows some 50,000.
+MAX_SHOWN = 100_000
 
 
 def pdf_document(data: bytes, path: str) -> Extracted:
@@ -135,10 +139,24 @@ def _read_pages(data: bytes, path: str) -> tuple[list[str], dict[str, float], fl
         # An empty user password opens the file in any viewer: only its permissions are set.
         if reader.is_encrypted and not reader.decrypt(""):
             raise FileRefused(path, "an encrypted PDF: it needs a password to be read; not indexed")
-        texts = [_page_text(page, path, number) for number, page in enumerate(reader.pages, 1)]
+        texts: list[str] = []
+        shown = 0
+        for number, page in enumerate(reader.pages, 1):
+            contents = page.get_contents()
+            work, shows = layout_work(contents.get_data() if contents is not None else b"")
+            shown += shows
+            if shown > MAX_SHOWN:
+                if not texts:
+                    raise FileRefused(path, f"page 1 shows {shows:,} texts, over the limit of {MAX_SHOWN:,} for a file")
+                _warn(
+                    f"{path}: more than {MAX_SHOWN:,} texts shown by page {number}: pages {number} to "
+                    f"{len(reader.pages)} are not indexed"
+                )
+                break
+            texts.append(_page_text(page, work, path, number))
         sizes: dict[str, float] = {}
         characters: Counter[float] = Counter()
-        for page in reader.pages:
+        for page in reader.pages[: len(texts)]:
             rows: dict[float, list[Any]] = {}
 
             def visit(
@@ -163,22 +181,23 @@ def _read_pages(data: bytes, path: str) -> tuple[list[str], dict[str, float], fl
         raise FileRefused(path, f"not a readable PDF ({type(error).__name__}: {error})") from None
 
 
-def _page_text(page: Any, path: str, number: int) -> str:
+def _page_text(page: Any, work: int, path: str, number: int) -> str:
     """A page's text in layout mode (which keeps the blank line between paragraphs that plain
-    mode drops), or in plain mode, with a warning, when layout mode would cost too much."""
-    contents = page.get_contents()
-    work = layout_work(contents.get_data() if contents is not None else b"")
+    mode drops), or in plain mode, with a warning, when layout mode would cost too much
+    (``work``: its ``layout_work``)."""
     if work <= MAX_LAYOUT_WORK:
         return page.extract_text(extraction_mode="layout") or ""
-    from cellar.ingest.notebook import NotebookWarning
-
-    warnings.warn(
+    _warn(
         f"{path}: page {number} has too many text operators for layout mode ({work:,} matrix products, over "
-        f"{MAX_LAYOUT_WORK:,}): its text is read in plain mode, its paragraphs without a blank line between them",
-        NotebookWarning,
-        stacklevel=4,
+        f"{MAX_LAYOUT_WORK:,}): its text is read in plain mode, its paragraphs without a blank line between them"
     )
     return page.extract_text() or ""
+
+
+def _warn(message: str) -> None:
+    from cellar.ingest.notebook import NotebookWarning
+
+    warnings.warn(message, NotebookWarning, stacklevel=5)
 
 
 # A content stream's operators, skipping what may spell one inside it: a literal string (its
@@ -190,12 +209,13 @@ OPERATOR = re.compile(
 )
 
 
-def layout_work(content: bytes) -> int:
-    """The matrix products pypdf's layout mode spends on a page's content stream: for each text
-    shown (`Tj`, `TJ`, `'`, `"`), one per positioning operator since its text object began or its
-    last `Tm` (`Td`, `TD`, `T*`, `'`, `"`) and one per `cm` in force (undone at its `Q`)."""
+def layout_work(content: bytes) -> tuple[int, int]:
+    """The matrix products pypdf's layout mode spends on a page's content stream, and the texts
+    it shows (`Tj`, `TJ`, `'`, `"`): for each, one product per positioning operator since its text
+    object began or its last `Tm` (`Td`, `TD`, `T*`, `'`, `"`) and one per `cm` in force (undone
+    at its `Q`)."""
     cms = [0]  # the cm operators in force at each q level
-    positions = work = 0
+    positions = work = shows = 0
     for match in OPERATOR.finditer(content):
         operator = match[1]
         if operator is None:
@@ -214,4 +234,5 @@ def layout_work(content: bytes) -> int:
         else:
             positions += operator in (b"'", b'"')
             work += 1 + cms[-1] + positions
-    return work
+            shows += 1
+    return work, shows
