@@ -35,6 +35,9 @@ MAX_DEPTH = 12  # article nesting: deeper trees are refused, not recursed into
 # Elements (XML) or objects (JSON) a collection may hold, counted before it is parsed into a tree
 # of many times its size (80 MB of `<z/>` took 1.9 GB; a standard holds some thousands).
 MAX_NODES = 1_000_000
+# A citation read aloud (`NEN 3140:2018 §6.3.2 b`), repeated in every block's: a designation of
+# 50 MB took 8 s and 565 MB on its own, and would multiply with the clauses
+MAX_CITATION = 300
 
 
 @dataclass(frozen=True)
@@ -71,7 +74,7 @@ def clauses_from_xml(data: bytes, path: str) -> Extracted:
     if not articles:
         raise FileRefused(path, f"not a clause collection: no <article> under <{root.tag}>")
     clauses = tuple(_xml_clause(child, path, 1) for child in articles)
-    return _extracted(clauses, root.get("designation"), root.get("title"), "xml")
+    return _extracted(clauses, root.get("designation"), root.get("title"), "xml", path)
 
 
 def _refuse_past_nodes(count: int, what: str, path: str) -> None:
@@ -119,7 +122,7 @@ def clauses_from_json(data: bytes, path: str) -> Extracted:
     refuse_lone_surrogates(raw, source, path)
     clauses = tuple(_json_clause(item, path, f"articles[{n}]", 1) for n, item in enumerate(raw["articles"]))
     designation, title = _string(raw, "designation", path, ""), _string(raw, "title", path, "")
-    return _extracted(clauses, designation or None, title or None, "json")
+    return _extracted(clauses, designation or None, title or None, "json", path)
 
 
 # What a JSON clause's field may be. A number is read as written (`"number": 6`, `"label": 2`);
@@ -210,10 +213,18 @@ def _flatten(clause: Clause, above: tuple[str, ...]) -> Iterator[tuple[str, str,
         yield from _flatten(child, path)
 
 
-def _extracted(clauses: tuple[Clause, ...], designation: str | None, title: str | None, fmt: str) -> Extracted:
-    flat = [piece for clause in clauses for piece in _flatten(clause, ())]
-    text, spans = joined((prefix, body) for _, _, _, prefix, body in flat)
+def _extracted(
+    clauses: tuple[Clause, ...], designation: str | None, title: str | None, fmt: str, path: str
+) -> Extracted:
     name = f"{designation.strip()} " if designation and designation.strip() else ""
+    if len(name) > MAX_CITATION:
+        raise FileRefused(path, f"a designation of {len(name) - 1:,} characters, over the limit of {MAX_CITATION:,}")
+    flat = [piece for clause in clauses for piece in _flatten(clause, ())]
+    if long := next((place for _, place, _, _, _ in flat if len(name) + len(place) > MAX_CITATION), None):
+        raise FileRefused(
+            path, f"a clause cited by {len(name) + len(long) + 1:,} characters, over the limit of {MAX_CITATION:,}"
+        )
+    text, spans = joined((prefix, body) for _, _, _, prefix, body in flat)
     blocks = tuple(
         Block(kind, start, end, path, f"{name}§{place}")
         for (kind, place, path, _, _), (start, end) in zip(flat, spans)

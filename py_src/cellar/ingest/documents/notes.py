@@ -151,6 +151,11 @@ def _notes(path: str, header: Sequence[str], rows: Sequence[tuple[int, Mapping[s
         note_id = _value(row.get(id_column), path, line)
         if not note_id:
             raise FileRefused(path, f"the note on line {line} has no {id_column}")
+        if len(note_id) > MAX_FIELD_CHARS:  # its citation: read aloud, repeated in its block
+            raise FileRefused(
+                path,
+                f"the note on line {line} has an {id_column} of {len(note_id):,} characters, over {MAX_FIELD_CHARS:,}",
+            )
         if note_id in seen:
             raise FileRefused(path, f"note {note_id} appears twice (lines {seen[note_id]} and {line})")
         seen[note_id] = line
