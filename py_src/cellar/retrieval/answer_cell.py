@@ -69,8 +69,9 @@ _STOP = STOP_WORDS["english"] | STOP_WORDS["dutch"]
 # What a question opens with before the words it asks about: stop words (`how many`, `hoeveel`
 # among them), the adjectives of `how large`, `hoe groot`, and the verbs of `where can I find`,
 # `waar staat`, `waar vind ik`, `waar zit`, which ask where and name nothing.
-_SKIPPED = _STOP | {"large", "big", "high", "low", "groot", "hoog", "laag"}
-_SKIPPED |= {"find", "see", "located", "staat", "staan", "vind", "vinden", "zie", "zien", "zit", "zitten", "ligt"}
+_SKIPPED = _STOP | {"large", "big", "high", "low", "groot", "hoog", "laag"} | {
+    "find", "see", "located", "staat", "staan", "vind", "vinden", "zie", "zien", "zit", "zitten", "ligt"
+}  # fmt: skip
 
 _DIGIT = re.compile(r"\d")
 # a word, or a dotted name as one (`np.histogram` names a function, not a histogram)

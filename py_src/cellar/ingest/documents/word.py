@@ -89,7 +89,6 @@ def _check_package(data: bytes, path: str) -> None:
                 path,
                 "not a Word document: a ZIP package without word/document.xml (another kind of file renamed .docx?)",
             )
-        name = "word/document.xml"
         try:
             # Word writes no DTD; one declares entities, which python-docx's parser drops with the
             # text around them (an entity that names a file is never read): refused, as a clause
