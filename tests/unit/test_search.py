@@ -229,6 +229,7 @@ def test_a_question_with_no_word_to_search_for_is_refused_saying_so(small, quest
     assert answer["refusal_reason"] == (
         f"looked for {question!r}: it holds no word to search for, only common words or symbols"
     )
+    assert answer["closest"] == []  # nothing came near a question without a word
 
 
 def test_words_the_archive_never_saw_are_left_to_the_dense_similarity(model):

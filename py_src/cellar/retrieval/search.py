@@ -323,8 +323,8 @@ class Searcher:
             "evidence": evidence,
             "warnings": [nb["warning"] for nb in shown if nb.get("warning") and not refused],
         }
-        if refused:
-            answer["closest"] = shown
+        if refused:  # what came nearest, unless the question had no word to come near
+            answer["closest"] = shown if ranking.terms else []
         return answer
 
     def _opening_terms(self, ranking: Ranking, reading: Reading) -> list[tuple[str, ...]]:
