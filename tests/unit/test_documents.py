@@ -502,6 +502,15 @@ def test_a_records_csv_with_a_trailing_comma_reads_its_empty_column_as_nothing()
     assert [block.fields for block in doc.blocks] == [{"machine": "T2"}, {"machine": "T1"}]
 
 
+def test_a_note_without_text_is_still_an_entry_even_last_in_its_file():
+    """A note whose text cell is empty or missing (a row short of cells) is found by its fields.
+    The last such note starts where the extracted text ends, and was left out without a word, as
+    if a cut had passed it."""
+    data = b"id,machine,text\nA1,T1,pump seal leaking\nA2,T2,\nA3,T3\n"
+    chunked = chunk_document(data, "n.records.csv")
+    assert [chunk.text for chunk in chunked.chunks] == ["machine: T1\npump seal leaking", "machine: T2", "machine: T3"]
+
+
 def test_a_records_csv_with_one_very_long_note_keeps_all_its_notes():
     # the csv module refused a field past 131,072 characters, and with it every note of the file
     long = " ".join(["bearing noise"] * 20_000)

@@ -128,12 +128,13 @@ def chunk_document(data: bytes, path: str, rules: Sequence[Rule] = ()) -> Chunke
     maker = ChunkMaker(path, revision(data), {**meta, "source": extracted.source})
     maker.start_document(extracted.text)
     text = _cut(path, "the text", extracted.text)
-    # Blocks past the cut are left out; one the cut runs through is kept up to the cut (a file
-    # that is one long paragraph or table is indexed as far as the warning says, not left empty).
-    blocks = tuple(
-        b if b.end <= len(text) else replace(b, end=len(text)) for b in extracted.blocks if b.start < len(text)
-    )
-    extracted = replace(extracted, blocks=blocks)
+    blocks = extracted.blocks
+    if len(text) < len(extracted.text):
+        # Blocks past the cut are left out; one the cut runs through is kept up to the cut (a file
+        # that is one long paragraph or table is indexed as far as the warning says, not left
+        # empty). Only past a cut: an empty last block (a note without text) starts at the end.
+        blocks = tuple(b if b.end <= len(text) else replace(b, end=len(text)) for b in blocks if b.start < len(text))
+        extracted = replace(extracted, blocks=blocks)
     place = "source" if extracted.format in ("markdown", "text") else "extracted"
     # (a records file's notes are bounded by their own count, notes.MAX_NOTES: one a block)
     limit = MAX_FILE_CHUNKS if extracted.source != "records" else None
