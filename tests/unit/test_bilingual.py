@@ -19,6 +19,7 @@ from cellar.retrieval.bilingual import (
     read_dictd,
     read_in_english,
     reading_table,
+    syllable_breaks,
     technical_table,
     write_table,
 )
@@ -458,6 +459,49 @@ def test_the_technical_table_reads_the_words_of_marine_inspection_and_service_no
         "verglaasd": "glazed",  # a defect: not glass
         "uitgeslagen": "worn",  # a bearing's wear: not action
         "aardfout": "earth fault",  # not character error
+    }
+
+
+def test_a_diaeresis_tells_where_a_syllable_starts():
+    """Folding `ë` and `ï` to plain letters hides the syllable they start: after a verb's prefix
+    the rest is the word (beïnvloed: influenced, not be + vloed, flood), and a plural in -ën is
+    its singular's (ideeën: idee; bacteriën: bacterie), which the stemmer cannot find."""
+    assert syllable_breaks("beïnvloed") == ("invloed",)
+    assert syllable_breaks("ideeën") == ("idee",)
+    assert syllable_breaks("bacteriën") == ("bacterie", "bacteri")
+    assert syllable_breaks("leidingen") == ()  # no diaeresis, nothing to tell
+    translator = question_translator(Analyzer(), default_model().tokenizer.vocab)
+    read = {t.word: t.english for t in translator.translate(["beïnvloed", "ideeën", "zeeën", "chemicaliën"])}
+    assert read == {
+        "beïnvloed": ("action", "influence"),  # FreeDict's senses of invloed
+        "ideeën": ("idea", "conception", "notion"),
+        "zeeën": ("sea",),
+        "chemicaliën": ("chemicals",),  # a plural alone: the technical table's
+    }
+
+
+def test_the_technical_table_reads_strong_participles_and_the_words_of_ships_and_switchboards():
+    """A strong verb's participle is no stem plus an ending (geschreven was read as even, genomen
+    as indication, gesneden as eden, gevonden not at all), and FreeDict lacks or misreads words of
+    ships and switchboards (uitschakelvermogen: power; vrijboord: border; verlichting: relief)."""
+    translator = question_translator(Analyzer(), default_model().tokenizer.vocab)
+    words = ["geschreven", "genomen", "gesneden", "gevonden", "gekozen", "opgeslagen", "toegenomen"]
+    words += ["uitschakelvermogen", "vrijboord", "verlichting", "spanningsval", "krukas", "baggeren"]
+    read = {t.word: t.english[0] for t in translator.translate(words)}
+    assert read == {
+        "geschreven": "written",
+        "genomen": "taken",
+        "gesneden": "cut",
+        "gevonden": "found",
+        "gekozen": "chosen",
+        "opgeslagen": "stored",
+        "toegenomen": "increased",
+        "uitschakelvermogen": "breaking capacity",
+        "vrijboord": "freeboard",
+        "verlichting": "lighting",
+        "spanningsval": "voltage drop",
+        "krukas": "crankshaft",
+        "baggeren": "dredging",
     }
 
 

@@ -113,6 +113,7 @@ _PARTICLES = frozenset(
 _VERB_ENDINGS = ("d", "t", "de", "te", "ing")  # a tail that ends so may be a verb's form
 _LATIN_VERBS = ("ize", "yze")  # the regular cognates of verbs no Dutch compound ends like: -iseren, -yseren
 _PREFIXES = ("be", "ge", "ont", "ver", "her")  # a verb's inseparable prefixes
+_DIAERESES = frozenset("äëïöü")  # a vowel that starts a syllable of its own (syllable_breaks)
 # Question words, beside the analyser's Dutch stop words: never translated (``waar`` is "where",
 # not the dictionary's "true").
 QUESTION_WORDS = frozenset("waar welke welk hoeveel wanneer waarom hoe wie wat".split())
@@ -120,6 +121,22 @@ QUESTION_WORDS = frozenset("waar welke welk hoeveel wanneer waarom hoe wie wat".
 
 def _fold(word: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c)).casefold()
+
+
+def syllable_breaks(raw: str) -> tuple[str, ...]:
+    """The readings of a Dutch word that its diaeresis tells, to try before the word itself:
+    Dutch writes one where a vowel starts a new syllable, which folding to plain letters hides.
+    After a verb's prefix the rest is the word (`beïnvloed`: invloed, influenced; not be + vloed,
+    flood); a plural in -ën is its singular in -e or in what comes before (`bacteriën`:
+    bacterie; `ideeën`, `zeeën`: idee, zee), which the stemmer cannot find (an -en after a vowel
+    is no ending to it). Empty for a word without a diaeresis."""
+    text = unicodedata.normalize("NFC", raw).casefold()
+    breaks = [i for i, letter in enumerate(text) if letter in _DIAERESES]
+    readings = [_fold(text[i:]) for i in breaks if _fold(text[:i]) in _PREFIXES]
+    stem = _fold(text[:-2])
+    if text.endswith("ën") and len(stem) >= MIN_PART:
+        readings += [stem] if stem.endswith("e") else [stem + "e", stem]
+    return tuple(dict.fromkeys(readings))
 
 
 def _cognate_first(word: str, senses: Sequence[str]) -> tuple[str, ...]:
@@ -297,11 +314,15 @@ class Translator:
             # table says what it means in Dutch (spanning: stress, voltage).
             if word in self.english and word not in self.fixed:
                 continue
-            if word not in self._memo:
-                self._memo[word] = self._word(word)
-            if self._memo[word]:
-                result.append(Translation(raw, self._memo[word]))
+            parts = next(filter(None, map(self._memoised, (*syllable_breaks(raw), word))), ())
+            if parts:
+                result.append(Translation(raw, parts))
         return result
+
+    def _memoised(self, word: str) -> tuple[tuple[str, ...], ...]:
+        if word not in self._memo:
+            self._memo[word] = self._word(word)
+        return self._memo[word]
 
     def reads_whole(self, word: str) -> bool:
         """Whether ``word`` has a reading as one word, not cut into parts: in the table as written
