@@ -225,6 +225,20 @@ def test_missing_shard_is_refused(tmp_path):
         open_shard(tmp_path)
 
 
+def test_an_archive_that_gives_no_chunk_names_the_files_and_why(tmp_path, model):
+    """The error of an archive with nothing to index says what became of each file, so that the
+    user knows which file to look at (an empty notebook, an empty report): not only that
+    nothing came of them."""
+    (tmp_path / "calc.ipynb").write_text('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}')
+    (tmp_path / "report.md").write_text("")
+    with pytest.raises(ValueError) as raised:
+        build_index_from_directory(tmp_path, model)
+    message = str(raised.value)
+    assert message.startswith("nothing to index: no chunk records in 2 file(s)")
+    assert "calc.ipynb: nothing to index: it holds no text" in message
+    assert "report.md: nothing to index: it holds no text" in message
+
+
 def test_build_index_rejects_no_records_and_unknown_status(model):
     with pytest.raises(ValueError, match="no chunk records"):
         build_index([], model)

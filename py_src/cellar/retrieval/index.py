@@ -119,15 +119,32 @@ def build_index(
     return index_from_parts(parts, model, settings, k1=k1, b=b)
 
 
+NAMED_PROBLEMS = 5  # of the files that gave nothing, how many an error names
+
+
+def nothing_to_index(parts: Sequence[Part]) -> str:
+    """Why no index can be made of ``parts``, none of which gave a chunk: what went wrong with
+    the first few files (an archive whose only notebook has no cells, whose documents are all
+    scans), so that the user learns which file to look at, not only that nothing came of it."""
+    said = [problem for part in parts for problem in ([part.error] if part.error is not None else part.problems)]
+    if not parts:
+        return "nothing to index: no chunk records (no notebook or document found)"
+    if not said:
+        return f"nothing to index: no chunk records in {len(parts)} file(s)"
+    more = f"; and {len(said) - NAMED_PROBLEMS} more" if len(said) > NAMED_PROBLEMS else ""
+    return f"nothing to index: no chunk records in {len(parts)} file(s): {'; '.join(said[:NAMED_PROBLEMS])}{more}"
+
+
 def index_from_parts(
     parts: Iterable[Part], model: StaticModel, analyzer: AnalyzerSettings, *, k1: float = 1.2, b: float = 0.75
 ) -> Index:
     """The Index of prepared parts (``cellar.retrieval.incremental``), in path order: the same,
     byte for byte, however the parts were made (cold, cached, in whatever process), as every
     part's terms and vectors are its own chunks'."""
+    parts = list(parts)
     chosen = sorted((part for part in parts if part.error is None and part.n_chunks), key=lambda part: part.path)
     if not chosen:
-        raise ValueError("nothing to index: no chunk records")
+        raise ValueError(nothing_to_index(parts))
     notebooks: list[NotebookEntry] = []
     containers: list[bytes] = []
     start = 0
