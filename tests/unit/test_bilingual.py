@@ -437,16 +437,20 @@ def test_the_technical_table_gives_a_words_engineering_sense_and_names_a_compoun
         load_table(str(folder))
 
 
+def first_senses(words: list[str]) -> dict[str, str]:
+    """Each word as the translator a search uses reads it: its parts' first senses, head last."""
+    translator = question_translator(Analyzer(), default_model().tokenizer.vocab)
+    return {t.word: " ".join(part[0] for part in reversed(t.parts)) for t in translator.translate(words)}
+
+
 def test_the_technical_table_reads_the_words_of_marine_inspection_and_service_notes():
     """The words of a marine firm's reports and service notes (2026-12-05), through the translator a
     search uses: a compound of a new part (`melder`: warmtemelder was warmte + elder; `lens`: bilge,
     not lend), a whole compound its parts mislead (hekschroef: fence screw), participles FreeDict
     lacks (afgesteld, aangetroffen) or misreads (gemonteerd: cheerful), and `volgens` (follow)."""
-    translator = question_translator(Analyzer(), default_model().tokenizer.vocab)
     words = ["warmtemelder", "lenspomp", "hekschroef", "afgesteld", "aangetroffen", "gemonteerd", "volgens"]
     words += ["handbrandmelder", "gang", "verglaasd", "uitgeslagen", "aardfout"]
-    read = {t.word: " ".join(part[0] for part in reversed(t.parts)) for t in translator.translate(words)}
-    assert read == {
+    assert first_senses(words) == {
         "warmtemelder": "heat detector",
         "lenspomp": "bilge pump",
         "hekschroef": "stern thruster",
@@ -484,11 +488,9 @@ def test_the_technical_table_reads_strong_participles_and_the_words_of_ships_and
     """A strong verb's participle is no stem plus an ending (geschreven was read as even, genomen
     as indication, gesneden as eden, gevonden not at all), and FreeDict lacks or misreads words of
     ships and switchboards (uitschakelvermogen: power; vrijboord: border; verlichting: relief)."""
-    translator = question_translator(Analyzer(), default_model().tokenizer.vocab)
     words = ["geschreven", "genomen", "gesneden", "gevonden", "gekozen", "opgeslagen", "toegenomen"]
     words += ["uitschakelvermogen", "vrijboord", "verlichting", "spanningsval", "krukas", "baggeren"]
-    read = {t.word: t.english[0] for t in translator.translate(words)}
-    assert read == {
+    assert first_senses(words) == {
         "geschreven": "written",
         "genomen": "taken",
         "gesneden": "cut",
@@ -502,6 +504,28 @@ def test_the_technical_table_reads_strong_participles_and_the_words_of_ships_and
         "spanningsval": "voltage drop",
         "krukas": "crankshaft",
         "baggeren": "dredging",
+    }
+
+
+def test_the_technical_table_reads_the_words_of_a_plotting_and_python_course():
+    """The words a student asks a course's notebooks with (2026-12-06): FreeDict reads them as
+    other words (hoogtelijnen: height line, not contour; kroonblad: summit leaf, not petal;
+    broncode: fountain code; asverdeling: ling; weggehaald: away reached) or not at all
+    (doorzichtig, opvragen, bereken), and a noun in -baarheid reads as its verb, as the adjective
+    in -baar does (vergelijkbaarheid: compare; before, nothing)."""
+    words = ["hoogtelijnen", "kroonbladbreedte", "broncode", "asverdeling", "weggehaald", "doorzichtig"]
+    words += ["opvragen", "bereken", "spreidingsdiagram", "vergelijkbaarheid"]
+    assert first_senses(words) == {
+        "hoogtelijnen": "contour",
+        "kroonbladbreedte": "petal width",
+        "broncode": "source code",
+        "asverdeling": "ticks",
+        "weggehaald": "removed",
+        "doorzichtig": "transparent",
+        "opvragen": "retrieve",
+        "bereken": "calculate",
+        "spreidingsdiagram": "scatter plot",
+        "vergelijkbaarheid": "compare",
     }
 
 
