@@ -484,6 +484,15 @@ def test_a_diaeresis_tells_where_a_syllable_starts():
     }
 
 
+def test_a_part_joined_by_a_hyphen_is_dutch_even_where_english_stops_it():
+    """`x-as` is the x axis: `as` alone is an English stop word, and a Dutch notebook's code
+    writes it (`import numpy as np`), where it must stay no word at all."""
+    analyzer = Analyzer()
+    translator = question_translator(analyzer, default_model().tokenizer.vocab)
+    assert english_reading("de x-as omdraaien", analyzer, translator).text == "x axis reverse"
+    assert english_reading("import numpy as np  # de pomp", analyzer, translator).text == "import numpy np pump"
+
+
 def test_the_technical_table_reads_strong_participles_and_the_words_of_ships_and_switchboards():
     """A strong verb's participle is no stem plus an ending (geschreven was read as even, genomen
     as indication, gesneden as eden, gevonden not at all), and FreeDict lacks or misreads words of

@@ -17,7 +17,7 @@ from cellar.retrieval.index import Render, build_index, build_index_from_directo
 from cellar.retrieval.publish import write_shard
 from cellar.retrieval.refusal import refuses
 from cellar.retrieval.routing import Router
-from cellar.retrieval.search import DEFAULT_CALIBRATION, NUMBER_IN_TEXT, Filters, Searcher
+from cellar.retrieval.search import DEFAULT_CALIBRATION, NUMBER_IN_TEXT, Filters, Searcher, flat
 from cellar.retrieval.shard import MANIFEST, NeedFiles, Shard, open_shard
 from cellar.retrieval.sharding import shard_files
 
@@ -482,7 +482,7 @@ def test_a_refusal_under_filters_that_let_nothing_in_says_so(demo, filters):
 
 
 @pytest.fixture(scope="session")
-def dev(shared_corpus):
+def corpus_searcher(shared_corpus):
     """The shared corpus indexed once per session, calibrated on the dev gold set."""
     gold_path = shared_corpus.parent / "gold" / "dev.jsonl"
     if not gold_path.is_file():
@@ -491,8 +491,36 @@ def dev(shared_corpus):
     index = build_index_from_directory(shared_corpus, model).index
     gold = read_gold(gold_path.read_text(encoding="utf-8").splitlines(), str(gold_path))
     index.calibration = calibrate(Searcher(index, model), gold)
-    searcher = Searcher(index, model)
+    return Searcher(index, model), gold
+
+
+@pytest.fixture(scope="session")
+def dev(corpus_searcher):
+    searcher, gold = corpus_searcher
     return {mode: evaluate(searcher, gold, mode) for mode in ("bm25", "dense", "hybrid")}
+
+
+def test_bm25_scores_within_five_percent_over_five_notebooks_are_flat():
+    assert flat([1.0, 0.99, 0.98, 0.97, 0.96, 0.5])
+    assert not flat([1.0, 0.99, 0.98, 0.97, 0.9])  # the fifth tells them apart
+    assert not flat([1.0, 1.0, 1.0, 1.0])  # four notebooks: nothing to break
+    assert not flat([0.0] * 5)
+
+
+def test_when_bm25_cannot_tell_the_best_notebooks_apart_meaning_decides(corpus_searcher):
+    """`x-as omdraaien zodat hij van 10 naar 0 loopt in een lijnplot` (reverse the x axis so that
+    it runs from 10 to 0): its words and numbers are in half the archive, and BM25's five best
+    notebooks score within 5% of each other, none about plotting; the dense ranker knows the
+    line-plot notebook that does it (`plt.xlim(10, 0)`), and then decides."""
+    searcher, _ = corpus_searcher
+    query = "x-as omdraaien zodat hij van 10 naar 0 loopt in een lijnplot"
+    answer = "jakevdp__PythonDataScienceHandbook/notebooks/04.01-Simple-Line-Plots.ipynb"
+
+    def top(mode: str) -> list[str]:
+        return [searcher.notebooks[n]["path"] for n, _, _ in searcher.rank(query, k=5, mode=mode).notebooks]
+
+    assert answer not in top("bm25") and answer in top("dense")
+    assert answer in top("hybrid")
 
 
 def test_dev_targets(dev):

@@ -303,13 +303,18 @@ class Translator:
         self.english = frozenset(w for w in english if _WORD.fullmatch(w))
         self._memo: dict[str, tuple[tuple[str, ...], ...]] = {}
 
-    def translate(self, words: Iterable[str]) -> list[Translation]:
+    def translate(self, words: Iterable[str], joined: Iterable[str] = ()) -> list[Translation]:
         """The translations of ``words`` (raw tokens of a question), in order; words with none,
-        stop words and anything but letters are left out."""
+        stop words and anything but letters are left out. ``joined``: the words that stood
+        joined by a hyphen to another (`x-as`, `Froude-getal`): such a part is Dutch, so the
+        technical table reads it even where a stop list holds it (`as`: axis, not the English
+        `as`, which a Dutch notebook's code writes too: `import numpy as np`)."""
         result = []
+        parts_of_compounds = frozenset(joined)
         for raw in words:
             word = _fold(raw)
-            if len(word) > MAX_WORD or not _WORD.fullmatch(word) or word in self.stop:
+            stopped = word in self.stop and not (raw in parts_of_compounds and word in self.fixed)
+            if len(word) > MAX_WORD or not _WORD.fullmatch(word) or stopped:
                 continue
             # A word the English vocabulary holds whole is read as English, unless the technical
             # table says what it means in Dutch (spanning: stress, voltage).
@@ -598,7 +603,8 @@ def english_reading(text: str, analyzer: Analyzer, translator: Translator) -> Re
     (``Reading.every_sense``): its vector is found by any of them."""
     words = _words(text, analyzer)
     names = {name for name in proper_names(text) if not translator.reads_whole(name)}  # Pomp 3 is a pump
-    translated = {t.word: t for t in translator.translate(word for word in words if word not in names)}
+    joined = {piece for raw in analyzer.raw_tokens(text) if "-" in raw for piece in raw.split("-") if piece}
+    translated = {t.word: t for t in translator.translate((word for word in words if word not in names), joined)}
     if not translated:
         return Reading()
     held_by: dict[str, tuple[str, ...]] = {}
@@ -608,7 +614,7 @@ def english_reading(text: str, analyzer: Analyzer, translator: Translator) -> Re
         expansion.extend(english_terms)
         for term in analyzer.language_terms(word, "dutch"):
             held_by[term] = tuple(dict.fromkeys((*held_by.get(term, ()), *english_terms)))
-    content = [word for word in words if _fold(word) not in translator.stop]
+    content = [word for word in words if _fold(word) not in translator.stop or word in translated]
 
     def read(english: Callable[[Translation], Iterable[str]]) -> str:
         return " ".join(" ".join(english(translated[word])) if word in translated else word for word in content)

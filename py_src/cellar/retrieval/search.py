@@ -15,7 +15,12 @@ The query path runs in a browser worker, so it uses NumPy alone:
    notebooks with many middling chunks. Best chunk per notebook: BM25 alone 1.000 / .953, dense
    alone .904 / .863. The static model is too weak to move BM25's order: dense weights of .1 and
    more, and notebook-level RRF at any k, cost a notebook or two, so it breaks near-ties only;
-   it earns its place in refusal, below.)
+   it earns its place in refusal, below.) When BM25 cannot tell its best notebooks apart (its
+   fifth within 5% of its best: a question of common words and numbers, `x-as omdraaien zodat hij
+   van 10 naar 0 loopt`, which half the archive holds), the dense ranker's share rises to .6:
+   then meaning decides (on `benchmarks/gold/course_dev_b.jsonl` nb@1 .750 -> .792, nb@5 .958 ->
+   1.000; no other gold set moved: a fifth within 10% or 20%, or a share of .3, moved more of
+   them, both ways).
 4. refusal: the best notebook must hold the query's terms (idf-weighted coverage) and its
    numbers, and, when the dense ranker ran, be close in meaning (its best cosine: a name the
    notebook mentions only in passing, such as a second wind farm in a code comment, passes the
@@ -75,6 +80,9 @@ from cellar.retrieval.sources import MemorySource, ShardSource, cosines, rows_wi
 
 DEPTH = 50  # chunks taken from each ranker
 DENSE_WEIGHT = 0.03  # share of the dense ranker in a hybrid notebook score (see the docstring)
+# When BM25 cannot tell its best notebooks apart (its FLAT_RANK-th within FLAT_GAP of its best: a
+# question of common words, `x-as omdraaien zodat hij van 10 naar 0 loopt`), the dense ranker's share.
+FLAT_RANK, FLAT_GAP, FLAT_DENSE_WEIGHT = 5, 0.05, 0.6
 CORROBORATION = 0.1  # bonus per notebook: this share of the mean best score of other kinds
 CORROBORATING_KINDS = 3  # other kinds that may add to the bonus
 STALE_FACTOR = 0.5
@@ -381,7 +389,8 @@ class Searcher:
 
         Per ranker a notebook scores ``_notebook_scores`` of its candidate chunks; the fused score
         is ``(1 - weight) * bm25 / best bm25 + weight * (dense - worst) / (best - worst)``, the
-        dense scale taken over the candidate notebooks. Chunks are scaled the same way, so a hit
+        dense scale taken over the candidate notebooks; ``weight`` rises to ``FLAT_DENSE_WEIGHT``
+        when BM25's best notebooks score alike (``flat``). Chunks are scaled the same way, so a hit
         list shows a notebook's chunks in the order that made its score. ``bm25`` and ``dense``
         are the candidates' scores (aligned with ``rows``); a dense score not known (a BM25
         candidate in a cluster the query did not probe: NaN) adds nothing."""
@@ -391,17 +400,25 @@ class Searcher:
         kinds = kind_array.tolist()
         fused_notebooks: dict[int, float] = dict.fromkeys(owners, 0.0)
         fused_chunks = np.zeros(len(rows))
-        for values, share in ((bm25, 1.0 - weight), (dense, weight)):
-            if values is None or share == 0.0:
+        # per ranker that counts: its scores, which of them are known, and its notebooks' scores
+        scored: dict[str, tuple[np.ndarray, np.ndarray, dict[int, float]]] = {}
+        for name, values, counts in (("bm25", bm25, weight < 1.0), ("dense", dense, weight > 0.0)):
+            if values is None or not counts:
                 continue
             known = ~np.isnan(values)
-            if not known.any():
+            if known.any():
+                picked = np.flatnonzero(known).tolist()
+                scores = _notebook_scores(
+                    [owners[i] for i in picked], [kinds[i] for i in picked], values[known].tolist()
+                )
+                scored[name] = (values, known, scores)
+        if "bm25" in scored and "dense" in scored and flat(scored["bm25"][2].values()):
+            weight = max(weight, FLAT_DENSE_WEIGHT)  # BM25 cannot tell its best apart: meaning decides
+        for name, share in (("bm25", 1.0 - weight), ("dense", weight)):
+            if name not in scored or share == 0.0:
                 continue
-            picked = np.flatnonzero(known).tolist()
-            per_notebook = _notebook_scores(
-                [owners[i] for i in picked], [kinds[i] for i in picked], values[known].tolist()
-            )
-            if values is bm25:
+            values, known, per_notebook = scored[name]
+            if name == "bm25":
                 low, span = 0.0, max(per_notebook.values())
             else:
                 low = min(per_notebook.values())
@@ -622,6 +639,14 @@ def _heading_above(records: Sequence[Mapping[str, Any]], cell: int) -> Neighbour
         if record["kind"] == "markdown" and titles and titles[-1] in record["quote"]:
             return {"cell": record["cell"], "kind": "heading", "text": titles[-1]}
     return None
+
+
+def flat(scores: Iterable[float]) -> bool:
+    """Whether BM25's notebook ``scores`` cannot tell the best notebooks apart: the
+    ``FLAT_RANK``-th best within ``FLAT_GAP`` of the best (a question of common words: `x`, `10`,
+    `0` and a word every notebook shares), so that the dense ranker should decide their order."""
+    best = sorted(scores, reverse=True)[:FLAT_RANK]
+    return len(best) == FLAT_RANK and best[0] > 0 and best[-1] >= (1.0 - FLAT_GAP) * best[0]
 
 
 def _top_of(rows: np.ndarray, scores: np.ndarray, depth: int) -> np.ndarray:
