@@ -211,6 +211,15 @@ def test_a_compound_whose_head_is_unknown_is_read_by_its_tail():
     assert [t.english for t in translator.translate(["zogverlies", "kwelleidingen"])] == [("loss",), ("pipe",)]
 
 
+def test_an_english_words_ending_is_no_compounds_tail():
+    """An English word the vocabulary lacks is no Dutch compound of an unknown head and a short
+    tail: classifier is no classi + fier (proud), embedding no embed + ding (thing), docstring no
+    docst + ring; a Dutch one still reads by its tail (tilterugslagklep: valve)."""
+    translator = question_translator(Analyzer(), default_model().tokenizer.vocab)
+    assert translator.translate(["classifier", "embedding", "docstring", "autoencoder"]) == []
+    assert "valve" in translator.translate(["tilterugslagklep"])[0].english[0]
+
+
 def test_a_verbs_form_is_no_compounds_tail():
     """Cut from a verb, a word's end is no tail: beoordeelt (judges) holds eelt (callus) and
     gemeerd (moored) ends in eer + d (honour), toegepast (applied) is toe + gepast (fitting), and

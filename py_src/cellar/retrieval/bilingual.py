@@ -112,6 +112,7 @@ _PARTICLES = frozenset(
     "aan af bij door in mee na om onder op over toe uit voor weg terug samen be ge her ont ver er".split()
 )
 _VERB_ENDINGS = ("d", "t", "de", "te", "ing")  # a tail that ends so may be a verb's form
+_ENGLISH_ENDINGS = ("ing", "er", "or")  # a short tail so ended is an English word's end (Translator._tail)
 _LATIN_VERBS = ("ize", "yze")  # the regular cognates of verbs no Dutch compound ends like: -iseren, -yseren
 _PREFIXES = ("be", "ge", "ont", "ver", "her")  # a verb's inseparable prefixes
 _DIAERESES = frozenset("äëïöü")  # a vowel that starts a syllable of its own (syllable_breaks)
@@ -483,12 +484,15 @@ class Translator:
         callus, nor gekalibreerd eer, honour), else an English noun in its Dutch plural. A verb's particle or prefix is no head (toegepast
         is applied, not toe + gepast), nor a verb's noun in -ing after its prefix a compound
         (ontwatering is dewatering, no ontwa + tering, consumption; ontkoppeling no ling). Nor is
-        an inflection ending alone a tail: kalibreren is no kalibr + eren, honours."""
+        an inflection ending alone a tail: kalibreren is no kalibr + eren, honours. Nor a short
+        tail that is an English word's ending, of a word the vocabulary lacks: classifier is no
+        classi + fier (proud), embedding no embed + ding (thing), docstring no docst + ring."""
         if (
             tail in self.stop
             or tail in _ENDING_WORDS
             or head in _PARTICLES
             or (head.startswith(_PREFIXES) and tail.endswith("ing"))
+            or (len(tail) <= MIN_ENGLISH_PART and tail.endswith(_ENGLISH_ENDINGS))
         ):
             return ()
         if tail in self.english:
