@@ -96,6 +96,14 @@ def test_accents_and_compatibility_characters_fold():
     assert UNSTEMMED.terms("Cafe\u0301") == UNSTEMMED.terms("Café") == ["cafe"]
 
 
+def test_a_power_written_in_ascii_reads_as_its_superscript():
+    """`50 m³` in a question meets a notebook's `50 m^3` (markdown, LaTeX) and `m**3` (code); a
+    number's power (`10**3`) and a negative one (`m^-1`) are left alone."""
+    assert UNSTEMMED.terms("50 m^3") == UNSTEMMED.terms("50 m**3") == UNSTEMMED.terms("50 m³") == ["50", "m3", "m", "3"]
+    assert UNSTEMMED.terms("kg/m^3 r^2") == ["kg", "m3", "m", "3", "r2", "r", "2"]
+    assert UNSTEMMED.terms("10**3 m^-1") == ["10", "3", "m", "1"]
+
+
 def test_non_latin_letters_stay_words():
     assert UNSTEMMED.terms("Δp = ρ·v² 船") == ["δp", "ρ", "v2", "v", "2", "船"]
 

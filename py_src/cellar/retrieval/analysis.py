@@ -26,6 +26,8 @@ once (memoised) into its terms:
   "Froude number" and is not counted as a word the archive lacks; so is a number joined to words
   (``12-inch`` -> ``12``, ``inch``; ``30-olie``), which a cell writes apart as often (a code of
   digits or with a one-letter part, ``17-042``, ``E-407``, ``x-axis``, stays whole as above);
+- a power written after a unit's letters loses its sign (``m^3``, ``m**3`` -> ``m3``, as ``m³``
+  folds; ``r^2`` -> ``r2``, as ``R²``), so that a question's ``m³`` meets a notebook's ``m^3``;
 - a word spelled the British way is read in its American spelling first (``vapour`` -> ``vapor``,
   ``litres`` -> ``liters``, ``normalise`` -> ``normalize``; ``american_spellings``), on chunks and
   queries alike, so that an archive's authors and the people asking it need not spell alike;
@@ -55,6 +57,9 @@ from typing import Any
 from cellar.ingest.discovery import lone_surrogate
 from cellar.ingest.provenance import revision
 
+# A power written in ASCII after a unit's letters (``m^3``, ``kg/m**3``, ``r^2``): its sign is
+# dropped, so that it reads as the superscript does once folded (``m³`` -> ``m3``).
+_POWER = re.compile(r"\b([A-Za-z]{1,3})(?:\^|\*\*)(\d)\b")
 # One raw token: a number with thousands separators, a number with a decimal comma, or a run of word
 # characters joined by single dots or hyphens (identifiers, dotted names, codes, decimals, dates).
 _TOKEN = re.compile(r"[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?(?!\d|,\d)|\d+,\d+|\w+(?:[.\-]\w+)*")
@@ -221,6 +226,8 @@ def _raw_tokens(text: str) -> list[str]:
     if not text.isascii():
         # \w matches precomposed letters only; recompose so that a decomposed accent splits nothing.
         text = unicodedata.normalize("NFC", text)
+    if "^" in text or "**" in text:
+        text = _POWER.sub(r"\1\2", text)  # m^3, m**3: m3, as m³ folds
     return _TOKEN.findall(text)
 
 
