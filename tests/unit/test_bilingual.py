@@ -529,10 +529,10 @@ def test_the_technical_table_reads_the_words_of_a_plotting_and_python_course():
     """The words a student asks a course's notebooks with (2026-12-06): FreeDict reads them as
     other words (hoogtelijnen: height line, not contour; kroonblad: summit leaf, not petal;
     broncode: fountain code; asverdeling: ling; weggehaald: away reached) or not at all
-    (doorzichtig, opvragen, bereken), and a noun in -baarheid reads as its verb, as the adjective
-    in -baar does (vergelijkbaarheid: compare; before, nothing)."""
+    (doorzichtig, opvragen, bereken), and a noun in -baarheid or an inflected adjective in -bare
+    reads as its verb, as the adjective in -baar does (vergelijkbaarheid: compare; before, nothing)."""
     words = ["hoogtelijnen", "kroonbladbreedte", "broncode", "asverdeling", "weggehaald", "doorzichtig"]
-    words += ["opvragen", "bereken", "spreidingsdiagram", "vergelijkbaarheid"]
+    words += ["opvragen", "bereken", "spreidingsdiagram", "vergelijkbaarheid", "meetbare"]
     assert first_senses(words) == {
         "hoogtelijnen": "contour",
         "kroonbladbreedte": "petal width",
@@ -544,6 +544,7 @@ def test_the_technical_table_reads_the_words_of_a_plotting_and_python_course():
         "bereken": "calculate",
         "spreidingsdiagram": "scatter plot",
         "vergelijkbaarheid": "compare",
+        "meetbare": "measures",  # an adjective in -bare reads as its verb, as in -baar
     }
 
 

@@ -73,11 +73,11 @@ _SENTENCE_START = re.compile(r"(?:^|[.!?:]|\n)[\s#>*|(\[\-\d.)\"'`]*$")
 # Inflection endings of a Dutch word, longest first, with what replaces them: plurals (-en, -s),
 # adjective -e, the spelling changes of a plural (verliezen -> verlies, golven -> golf, snelheden ->
 # snelheid: not snel + heden, today; raderen -> rad: not rad + eren, honour), a verb's noun (-ing),
-# participles (-d, -t, -de, -te) and a verb's adjective in -baar and its noun in -baarheid (meetbaar,
-# meetbaarheid -> meet, measurable: not meet + baar, cash); each stem is also tried as a verb (+ -en).
-# None is a compound's part.
+# participles (-d, -t, -de, -te) and a verb's adjective in -baar (-bare when inflected) and its noun
+# in -baarheid (meetbaar, meetbare, meetbaarheid -> meet, measurable: not meet + baar, cash; nor
+# terugwinbare terugwin + bare); each stem is also tried as a verb (+ -en). None is a compound's part.
 _ENDINGS = (
-    ("baarheid", ""), ("baar", ""), ("heden", "heid"), ("eren", ""), ("zen", "s"), ("ven", "f"), ("ing", ""), ("en", ""), ("de", ""), ("te", ""),
+    ("baarheid", ""), ("baar", ""), ("bare", ""), ("heden", "heid"), ("eren", ""), ("zen", "s"), ("ven", "f"), ("ing", ""), ("en", ""), ("de", ""), ("te", ""),
     ("s", ""), ("e", ""), ("d", ""), ("t", ""),
 )  # fmt: skip
 _ENDING_WORDS = frozenset(ending for ending, _ in _ENDINGS)
