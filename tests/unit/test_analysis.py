@@ -152,6 +152,15 @@ def test_british_and_american_spellings_meet():
     assert not shared("tonnes", "tons") and not shared("gauge", "gage")
 
 
+def test_a_british_word_in_isation_the_table_lacks_reads_by_its_verb():
+    """`vapourisation` is in no table, but the table spells vapour -> vapor and vaporise ->
+    vaporize, so it is vaporization; a word whose verb the table does not hold stays as written."""
+    assert DEFAULT.terms("vapourisation") == DEFAULT.terms("vaporization")
+    assert DEFAULT.terms("minimisation") == DEFAULT.terms("minimization")
+    assert DEFAULT.terms("improvisation") == ["improvis", "improvisation"]  # no improvize
+    assert DEFAULT.terms("expertise") == ["expertis"]
+
+
 def test_dutch_stemming_matches_inflections():
     assert shared("leidingen", "leiding") == {"leid"}
     assert shared("berekening", "berekenen") == {"berekeen"}

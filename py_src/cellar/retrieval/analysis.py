@@ -124,6 +124,29 @@ def american_spellings() -> dict[str, str]:
     return dict(line.split("\t") for line in text.splitlines())
 
 
+# British verb endings in -is- and their American ones, longest first (``american``).
+_IS_ENDINGS = (
+    ("isations", "izations"), ("isation", "ization"), ("isers", "izers"), ("ising", "izing"), ("ised", "ized"),
+    ("ises", "izes"), ("iser", "izer"), ("ise", "ize"),
+)  # fmt: skip
+
+
+def american(word: str, spellings: Mapping[str, str]) -> str:
+    """``word`` in its American spelling: the table's (``american_spellings``), else, for a
+    word in -isation, -ise, -ised... that the table lacks, its ending in -iz- when the table
+    spells the verb so, the stem in its American spelling too (``vapourisation`` -> vaporization,
+    as the table has vapour -> vapor and vaporise -> vaporize; ``minimisation`` -> minimization).
+    A word whose verb the table does not hold stays as written (``improvisation``, ``expertise``)."""
+    if word in spellings or not word.endswith(("ise", "ised", "ises", "ising", "iser", "isers", "isation", "isations")):
+        return spellings.get(word, word)
+    for british, american_ending in _IS_ENDINGS:
+        if word.endswith(british):
+            stem = word[: -len(british)]
+            stem = spellings.get(stem, stem)
+            return stem + american_ending if f"{stem}ise" in spellings else word
+    return word
+
+
 # snowballstemmer's modules, imported as submodules of this name (see _stemmer).
 _SNOWBALL = "cellar._snowball"
 
@@ -247,7 +270,7 @@ class _Expansion:
     def _word(self, word: str) -> tuple[str, ...]:
         """Terms of one case-folded word, in its American spelling: nothing for a stop word, else
         its distinct stems."""
-        word = self._spellings.get(word, word)
+        word = american(word, self._spellings)
         if word in self._stop:
             return ()
         if not self._stemmers or not word.isalpha():
