@@ -29,8 +29,9 @@ once (memoised) into its terms:
 - a power written after a unit's letters loses its sign (``m^3``, ``m**3`` -> ``m3``, as ``m³``
   folds; ``r^2`` -> ``r2``, as ``R²``), so that a question's ``m³`` meets a notebook's ``m^3``;
 - a word spelled the British way is read in its American spelling first (``vapour`` -> ``vapor``,
-  ``litres`` -> ``liters``, ``normalise`` -> ``normalize``; ``american_spellings``), on chunks and
-  queries alike, so that an archive's authors and the people asking it need not spell alike;
+  ``litres`` -> ``liters``, ``normalise`` -> ``normalize``; ``american_spellings``; a word in
+  -isation the table lacks by its verb's, ``vapourisation`` -> ``vaporization``: ``american``), on
+  chunks and queries alike, so that an archive's authors and the people asking it need not spell alike;
 - a glossary (``kk vk`` -> ``kortsluiting vermogensschakelaar``) adds the analysed expansion for
   every occurrence of a key, on chunks and queries alike, so that either spelling finds the other.
 
