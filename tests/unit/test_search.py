@@ -13,11 +13,12 @@ from cellar.cli.search import listing
 from cellar.records import KINDS
 from cellar.retrieval.embedding import default_model_dir, load_model
 from cellar.retrieval.evaluation import calibrate, evaluate, read_gold
+from cellar.retrieval.fusion import flat
 from cellar.retrieval.index import Render, build_index, build_index_from_directory
 from cellar.retrieval.publish import write_shard
 from cellar.retrieval.refusal import refuses
 from cellar.retrieval.routing import Router
-from cellar.retrieval.search import DEFAULT_CALIBRATION, NUMBER_IN_TEXT, Filters, Searcher, flat
+from cellar.retrieval.search import DEFAULT_CALIBRATION, NUMBER_IN_TEXT, Filters, Searcher
 from cellar.retrieval.shard import MANIFEST, NeedFiles, Shard, open_shard
 from cellar.retrieval.sharding import shard_files
 

@@ -74,17 +74,13 @@ from cellar.retrieval.commonness import term_specificities
 from cellar.retrieval.context import TEXT_LIMIT, section_context
 from cellar.retrieval.embedding import StaticModel
 from cellar.retrieval.filters import Filters
+from cellar.retrieval.fusion import FLAT_DENSE_WEIGHT, flat, notebook_scores
 from cellar.retrieval.index import Index
 from cellar.retrieval.refusal import refusal_reason, refuses
 from cellar.retrieval.sources import MemorySource, ShardSource, cosines, rows_within
 
 DEPTH = 50  # chunks taken from each ranker
 DENSE_WEIGHT = 0.03  # share of the dense ranker in a hybrid notebook score (see the docstring)
-# When BM25 cannot tell its best notebooks apart (its FLAT_RANK-th within FLAT_GAP of its best: a
-# question of common words, `x-as omdraaien zodat hij van 10 naar 0 loopt`), the dense ranker's share.
-FLAT_RANK, FLAT_GAP, FLAT_DENSE_WEIGHT = 5, 0.05, 0.6
-CORROBORATION = 0.1  # bonus per notebook: this share of the mean best score of other kinds
-CORROBORATING_KINDS = 3  # other kinds that may add to the bonus
 STALE_FACTOR = 0.5
 HITS_PER_NOTEBOOK = 5
 NEIGHBOUR_CELLS = 2  # cells after the best hit's cell
@@ -387,10 +383,10 @@ class Searcher:
     ) -> list[tuple[int, float, list[tuple[int, float]]]]:
         """Notebooks by fused score, each with its candidate chunks by the same fused score.
 
-        Per ranker a notebook scores ``_notebook_scores`` of its candidate chunks; the fused score
+        Per ranker a notebook scores ``fusion.notebook_scores`` of its candidate chunks; the fused score
         is ``(1 - weight) * bm25 / best bm25 + weight * (dense - worst) / (best - worst)``, the
         dense scale taken over the candidate notebooks; ``weight`` rises to ``FLAT_DENSE_WEIGHT``
-        when BM25's best notebooks score alike (``flat``). Chunks are scaled the same way, so a hit
+        when BM25's best notebooks score alike (``fusion.flat``). Chunks are scaled the same way, so a hit
         list shows a notebook's chunks in the order that made its score. ``bm25`` and ``dense``
         are the candidates' scores (aligned with ``rows``); a dense score not known (a BM25
         candidate in a cluster the query did not probe: NaN) adds nothing."""
@@ -408,7 +404,7 @@ class Searcher:
             known = ~np.isnan(values)
             if known.any():
                 picked = np.flatnonzero(known).tolist()
-                scores = _notebook_scores(
+                scores = notebook_scores(
                     [owners[i] for i in picked], [kinds[i] for i in picked], values[known].tolist()
                 )
                 scored[name] = (values, known, scores)
@@ -641,14 +637,6 @@ def _heading_above(records: Sequence[Mapping[str, Any]], cell: int) -> Neighbour
     return None
 
 
-def flat(scores: Iterable[float]) -> bool:
-    """Whether BM25's notebook ``scores`` cannot tell the best notebooks apart: the
-    ``FLAT_RANK``-th best within ``FLAT_GAP`` of the best (a question of common words: `x`, `10`,
-    `0` and a word every notebook shares), so that the dense ranker should decide their order."""
-    best = sorted(scores, reverse=True)[:FLAT_RANK]
-    return len(best) == FLAT_RANK and best[0] > 0 and best[-1] >= (1.0 - FLAT_GAP) * best[0]
-
-
 def _top_of(rows: np.ndarray, scores: np.ndarray, depth: int) -> np.ndarray:
     """The rows of the ``depth`` best ``scores``, best first; of rows that tie, the lower first,
     also at the cut. Which of tied values an argpartition keeps depends on the platform (NumPy's
@@ -670,23 +658,6 @@ def _lookup(rows: np.ndarray, keys: np.ndarray, values: np.ndarray, missing: flo
         hit = keys[at] == rows
         out[hit] = values[at[hit]]
     return out
-
-
-def _notebook_scores(owners: Sequence[int], kinds: Sequence[int], scores: Sequence[float]) -> dict[int, float]:
-    """Each notebook's score from its chunks' scores: its best chunk, plus ``CORROBORATION``
-    times the mean best score of up to ``CORROBORATING_KINDS`` other kinds (each no better than
-    the best chunk, so the bonus is bounded by that share of it)."""
-    best: dict[int, dict[int, float]] = {}
-    for n, kind, score in zip(owners, kinds, scores):
-        per_kind = best.setdefault(n, {})
-        if score > per_kind.get(kind, -np.inf):
-            per_kind[kind] = score
-    result = {}
-    for n, per_kind in best.items():
-        top, *others = sorted(per_kind.values(), reverse=True)
-        others = [max(score, 0.0) for score in others[:CORROBORATING_KINDS]]
-        result[n] = top + (CORROBORATION * sum(others) / len(others) if others else 0.0)
-    return result
 
 
 def _share(weighted_terms: Iterable[tuple[float, str]], present: Mapping[str, bool]) -> float:
