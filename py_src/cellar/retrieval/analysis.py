@@ -138,8 +138,8 @@ def american(word: str, spellings: Mapping[str, str]) -> str:
     spells the verb so, the stem in its American spelling too (``vapourisation`` -> vaporization,
     as the table has vapour -> vapor and vaporise -> vaporize; ``minimisation`` -> minimization).
     A word whose verb the table does not hold stays as written (``improvisation``, ``expertise``)."""
-    if word in spellings or not word.endswith(("ise", "ised", "ises", "ising", "iser", "isers", "isation", "isations")):
-        return spellings.get(word, word)
+    if word in spellings:
+        return spellings[word]
     for british, american_ending in _IS_ENDINGS:
         if word.endswith(british):
             stem = word[: -len(british)]

@@ -133,6 +133,8 @@ def syllable_breaks(raw: str) -> tuple[str, ...]:
     bacterie; `ideeën`, `zeeën`: idee, zee), which the stemmer cannot find (an -en after a vowel
     is no ending to it). Empty for a word without a diaeresis."""
     text = unicodedata.normalize("NFC", raw).casefold()
+    if _DIAERESES.isdisjoint(text):
+        return ()
     breaks = [i for i, letter in enumerate(text) if letter in _DIAERESES]
     readings = [_fold(text[i:]) for i in breaks if _fold(text[:i]) in _PREFIXES]
     stem = _fold(text[:-2])
@@ -581,7 +583,11 @@ def _content_words(text: str, analyzer: Analyzer, translator: Translator) -> set
 
 def _words(text: str, analyzer: Analyzer) -> list[str]:
     """``text``'s raw tokens, a word joined by ``-``, ``_`` or ``.`` cut into its parts."""
-    return [piece for raw in analyzer.raw_tokens(text) for piece in _PIECES.split(raw) if piece]
+    return _pieces(analyzer.raw_tokens(text))
+
+
+def _pieces(raws: Iterable[str]) -> list[str]:
+    return [piece for raw in raws for piece in _PIECES.split(raw) if piece]
 
 
 def proper_names(text: str) -> set[str]:
@@ -605,9 +611,10 @@ def english_reading(text: str, analyzer: Analyzer, translator: Translator) -> Re
     A question ranks by the first senses (``Reading.text``): its vector is a few words, and each
     further sense pulls it from what was asked. A chunk is embedded from every sense
     (``Reading.every_sense``): its vector is found by any of them."""
-    words = _words(text, analyzer)
+    raws = analyzer.raw_tokens(text)
+    words = _pieces(raws)
     names = {name for name in proper_names(text) if not translator.reads_whole(name)}  # Pomp 3 is a pump
-    joined = {piece for raw in analyzer.raw_tokens(text) if "-" in raw for piece in raw.split("-") if piece}
+    joined = {piece for raw in raws if "-" in raw for piece in raw.split("-") if piece}
     translated = {t.word: t for t in translator.translate((word for word in words if word not in names), joined)}
     if not translated:
         return Reading()
