@@ -7,13 +7,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from cellar.cli.search import listing
 from cellar.records import KINDS
 from cellar.retrieval.embedding import default_model_dir, load_model
 from cellar.retrieval.evaluation import calibrate, evaluate, read_gold
-from cellar.retrieval.fusion import flat
+from cellar.retrieval.fusion import flat, notebook_features, rerank
 from cellar.retrieval.index import Render, build_index, build_index_from_directory
 from cellar.retrieval.publish import write_shard
 from cellar.retrieval.refusal import refuses
@@ -522,6 +523,43 @@ def test_when_bm25_cannot_tell_the_best_notebooks_apart_meaning_decides(corpus_s
 
     assert answer not in top("bm25") and answer in top("dense")
     assert answer in top("hybrid")
+
+
+def test_the_rerank_puts_first_the_notebook_whose_best_chunks_hold_the_question():
+    """Two notebooks the fusion scores alike: the first's best chunks hold one of the question's
+    three terms, the second's all three; the second takes the first's place and score. A
+    document keeps its place (the weights were learned on notebooks)."""
+    ranked = [(0, 1.0, [(0, 1.0), (1, 0.5)]), (7, 0.98, [(10, 0.9)]), (1, 0.97, [(20, 0.97), (21, 0.6)])]
+    bounds = np.array([[0, 5], [10, 11], [20, 25]])
+    postings = [np.array([0, 20]), np.array([4, 21]), np.array([21])]  # rows ascending, per term
+    features = notebook_features([ranked[0], ranked[2]], bounds[[0, 2]], postings, [1.0, 1.0, 1.0])
+    assert features[:, 1].tolist() == [2 / 3, 1.0]  # held anywhere: the first lacks the third term
+    assert features[:, 2].tolist() == [1 / 3, 1.0]  # held by the three best chunks
+    reordered = rerank(ranked, bounds, [False, True, False], postings, [1.0, 1.0, 1.0])
+    assert [(n, score) for n, score, _ in reordered] == [(1, 1.0), (7, 0.98), (0, 0.97)]
+    assert reordered[0][2] == ranked[2][2]  # a notebook keeps its own chunks
+    assert rerank(ranked, bounds, [False, True, False], postings, [1.0, 1.0, 1.0], weights=(1.0, 0, 0, 0)) == ranked
+
+
+def test_the_rerank_orders_the_answers_and_never_changes_a_verdict(corpus_searcher):
+    """On dev, the hybrid search with and without the rerank refuses the same questions (the
+    refusal judges the fused order's best), and puts the right notebook first as often or more."""
+    searcher, gold = corpus_searcher
+    learned, firsts = searcher.rerank_weights, []
+    try:
+        for weights in ((), learned):
+            searcher.rerank_weights, verdicts, right = weights, [], 0
+            for row in gold:
+                ranking = searcher.rank(row["query"], k=5)
+                verdicts.append(ranking.refused)
+                top = [searcher.notebooks[n]["path"] for n, _, _ in ranking.notebooks[:1]]
+                right += bool(top) and top[0] in {e["path"] for e in row["expect"]}
+            firsts.append((verdicts, right))
+    finally:
+        searcher.rerank_weights = learned
+    (fused_verdicts, fused_right), (verdicts, right) = firsts
+    assert verdicts == fused_verdicts
+    assert right >= fused_right
 
 
 def test_dev_targets(dev):

@@ -9,18 +9,13 @@ The query path runs in a browser worker, so it uses NumPy alone:
    strength, but many weak matches never outweigh one strong one); stale notebooks count half;
 3. fusion: a convex combination of the two rankers' notebook scores, BM25 divided by the best
    notebook's, dense min-max scaled over the candidate notebooks, with the dense ranker's weight
-   ``DENSE_WEIGHT``. (Measured on the dev gold set with refusal off: reciprocal rank fusion of
-   chunk ranks, k 60, then a decayed sum per notebook, gave notebook hit@5 .923 and MRR .892:
-   rank fusion throws away how much better the best chunk is than the rest, and the sum favours
-   notebooks with many middling chunks. Best chunk per notebook: BM25 alone 1.000 / .953, dense
-   alone .904 / .863. The static model is too weak to move BM25's order: dense weights of .1 and
-   more, and notebook-level RRF at any k, cost a notebook or two, so it breaks near-ties only;
-   it earns its place in refusal, below.) When BM25 cannot tell its best notebooks apart (its
-   fifth within 5% of its best: a question of common words and numbers, `x-as omdraaien zodat hij
-   van 10 naar 0 loopt`, which half the archive holds), the dense ranker's share rises to .6:
-   then meaning decides (on `benchmarks/gold/course_dev_b.jsonl` nb@1 .750 -> .792, nb@5 .958 ->
-   1.000; no other gold set moved: a fifth within 10% or 20%, or a share of .3, moved more of
-   them, both ways).
+   ``DENSE_WEIGHT``: the static model is too weak to move BM25's order (dense weights of .1 and
+   more, and reciprocal rank fusion at any k, cost a notebook or two on the dev set), so it breaks
+   near-ties only, unless BM25 cannot tell its best notebooks apart (``fusion.flat``: a question
+   of common words, `x-as omdraaien zodat hij van 10 naar 0 loopt`); then its share is .6. A
+   hybrid search then orders the notebooks among its ten best again (``fusion.rerank``, learned
+   weights over the fused score, the share of the question's terms the notebook and its three
+   best chunks hold, and its length): the answer's order; the refusal judges the fused best;
 4. refusal: the best notebook must hold the query's terms (idf-weighted coverage) and its
    numbers, and, when the dense ranker ran, be close in meaning (its best cosine: a name the
    notebook mentions only in passing, such as a second wind farm in a code comment, passes the
@@ -74,7 +69,7 @@ from cellar.retrieval.commonness import term_specificities
 from cellar.retrieval.context import TEXT_LIMIT, section_context
 from cellar.retrieval.embedding import StaticModel
 from cellar.retrieval.filters import Filters
-from cellar.retrieval.fusion import FLAT_DENSE_WEIGHT, flat, notebook_scores
+from cellar.retrieval.fusion import FLAT_DENSE_WEIGHT, RERANK_DEPTH, RERANK_WEIGHTS, flat, notebook_scores, rerank
 from cellar.retrieval.index import Index
 from cellar.retrieval.refusal import refusal_reason, refuses
 from cellar.retrieval.sources import MemorySource, ShardSource, cosines, rows_within
@@ -100,8 +95,9 @@ class Ranking:
     """A search up to the verdict (``Searcher.rank``): what ``Searcher.answer`` turns into the
     answer contract once the fragments of ``needs`` can be read.
 
-    ``notebooks``: the top notebooks as (notebook number, fused score, candidate chunks as
-    (row, score), best first); ``terms``: the query's distinct terms; ``evidence`` and
+    ``notebooks``: the top notebooks as (notebook number, score, candidate chunks as (row, score),
+    best first), in the answer's order (``fusion.rerank``); ``judged``: the fused order's best,
+    whose evidence the refusal weighs; ``terms``: the query's distinct terms; ``evidence`` and
     ``refused``: the refusal test's input and verdict; ``timings_ms``: the stages so far."""
 
     query: str
@@ -115,12 +111,17 @@ class Ranking:
     # the question's vectors (``_query_vectors``; None when the dense ranker did not run): the
     # answer orders a document's blocks by their closeness to them
     vectors: np.ndarray | None = field(default=None, compare=False, repr=False)
+    judged: tuple[int, float, list[tuple[int, float]]] | None = None
+
+    @property
+    def shown(self) -> tuple[tuple[int, float, list[tuple[int, float]]], ...]:
+        """The notebooks the answer shows: the top ones, or for a refusal the judged one (the closest)."""
+        return ((self.judged,) if self.judged else ()) if self.refused else self.notebooks
 
     @property
     def needs(self) -> tuple[int, ...]:
-        """The notebooks whose chunk records the answer reads: those it shows, or for a refusal
-        the closest one, which its reason names."""
-        return tuple(n for n, _, _ in self.notebooks[: 1 if self.refused else None])
+        """The notebooks whose chunk records the answer reads (``shown``)."""
+        return tuple(n for n, _, _ in self.shown)
 
 
 class _Fused(NamedTuple):
@@ -129,6 +130,7 @@ class _Fused(NamedTuple):
     held_by: Mapping[str, Any]
     vectors: np.ndarray | None
     ranked: list[tuple[int, float, list[tuple[int, float]]]]
+    answered: list[tuple[int, float, list[tuple[int, float]]]]
     laps: dict[str, float]
 
 
@@ -155,6 +157,7 @@ class Searcher:
             )
         self.source = source
         self.notebooks = source.notebooks
+        self.rerank_weights: Sequence[float] = RERANK_WEIGHTS  # (); the fused order as it is
         self.model = model
         self.fragment = source.fragment
         self.analyzer = Analyzer(source.analyzer)
@@ -201,9 +204,9 @@ class Searcher:
         # fusion of that first round is kept for the second, not computed twice.
         if self._last_fused is None or self._last_fused[0] != (query, filters, mode):
             self._last_fused = ((query, filters, mode), self._fuse(query, filters, mode))
-        terms, numbers, held_by, vectors, ranked, laps = self._last_fused[1]
+        terms, numbers, held_by, vectors, ranked, answered, laps = self._last_fused[1]
         start = time.perf_counter()
-        top = [n for n, _, _ in ranked[:k]]
+        top = list(dict.fromkeys(n for n, _, _ in [*ranked[:1], *answered[:k]]))
         needed = [self.source.container_name(n) for n in top] if vectors is not None else []
         if ranked and "source" in self.notebooks[ranked[0][0]]["meta"]:  # a document's units (quantity evidence)
             needed += self.source.partition_names(quantity_terms(query, self.analyzer.terms))
@@ -214,8 +217,9 @@ class Searcher:
             evidence["filtered_out"] = True  # the filters let no notebook in: the reason says so
         refused = self._refuse(evidence, ranked)
         laps = {**laps, "fuse": laps["fuse"] + round((time.perf_counter() - start) * 1000, 3)}
+        judged, distinct = (ranked[0] if ranked else None), tuple(dict.fromkeys(terms))
         return Ranking(
-            query, mode, tuple(dict.fromkeys(terms)), tuple(ranked[:k]), evidence, refused, laps, filters.kinds, vectors
+            query, mode, distinct, tuple(answered[:k]), evidence, refused, laps, filters.kinds, vectors, judged
         )
 
     def _fuse(self, query: str, filters: Filters, mode: str) -> _Fused:
@@ -285,8 +289,13 @@ class Searcher:
             _lookup(rows, dense_rows, dense_scores, np.nan) if vectors is not None else None,
             weight,
         )
+        answered = ranked  # the answer's order; the refusal judges the fused order's best (see ``Ranking``)
+        if mode == "hybrid" and self.rerank_weights:
+            answered = rerank(
+                ranked, *self.rerank_inputs(ranked[:RERANK_DEPTH], terms, reading.terms), self.rerank_weights
+            )
         clock.lap("fuse")
-        return _Fused(terms, numbers, held_by, vectors, ranked, clock.laps)
+        return _Fused(terms, numbers, held_by, vectors, ranked, answered, clock.laps)
 
     def answer(self, ranking: Ranking) -> Answer:
         """The second phase of ``search``: the answer contract, reading the records of
@@ -307,9 +316,7 @@ class Searcher:
         if asks in ("locate", "figure"):
             named += [tuple(self.analyzer.terms(n)) for n in dict.fromkeys(NUMBER_IN_TEXT.findall(ranking.query))]
         shown = [
-            self._notebook(n, score, chunks, asks, ranking.kinds, document, named)
-            for n, score, chunks in ranking.notebooks
-            if n in ranking.needs
+            self._notebook(n, score, chunks, asks, ranking.kinds, document, named) for n, score, chunks in ranking.shown
         ]
         timings = {**ranking.timings_ms, "fragments": round((time.perf_counter() - start) * 1000, 3)}
         answer: Answer = {
@@ -371,6 +378,19 @@ class Searcher:
             # repeat counts are intp, 32 bits in WebAssembly
             self._allowed_cache[filters] = np.repeat(per_notebook, np.diff(self.source.starts).astype(np.intp))
         return self._allowed_cache[filters]
+
+    def rerank_inputs(
+        self, ranked: Sequence[tuple[int, float, Any]], terms: Sequence[str], translated: Sequence[str]
+    ) -> tuple[np.ndarray, list[bool], list[np.ndarray], list[float]]:
+        """What ``fusion.rerank`` reads of the ``ranked`` entries (their rows, which are documents)
+        and of the terms (rows, idf; the English reading's ``translated`` at ``TRANSLATION_WEIGHT``)."""
+        weights = {term: self._idf(term) for term in dict.fromkeys(terms)}
+        for term in dict.fromkeys(translated):
+            weights.setdefault(term, TRANSLATION_WEIGHT * self._idf(term))
+        entries = [self.notebooks[n] for n, _, _ in ranked]
+        bounds = np.array([[e["start"], e["end"]] for e in entries], np.int64).reshape(-1, 2)
+        rows = [rows_within(self.source.postings(term), 0, int(self.source.starts[-1])) for term in weights]
+        return bounds, ["source" in e["meta"] for e in entries], rows, list(weights.values())
 
     def _rank(
         self,
