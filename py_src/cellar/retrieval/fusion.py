@@ -53,11 +53,13 @@ def notebook_features(
     total = weights.sum() or 1.0
     held = np.zeros((len(ranked), len(weights)), dtype=bool)
     held_top = np.zeros_like(held)
-    tops = [np.array([row for row, _ in chunks[:TOP_CHUNKS]], dtype=np.int64) for _, _, chunks in ranked]
+    tops = np.array([row for _, _, chunks in ranked for row, _ in chunks[:TOP_CHUNKS]], dtype=np.int64)
+    owners = np.repeat(np.arange(len(ranked)), [min(len(chunks), TOP_CHUNKS) for _, _, chunks in ranked])
     for j, rows in enumerate(postings_rows):
-        if len(rows):
+        if len(rows):  # (rows ascending: one binary search per notebook bound and per top chunk)
             held[:, j] = np.searchsorted(rows, bounds[:, 1]) > np.searchsorted(rows, bounds[:, 0])
-            held_top[:, j] = [len(top) > 0 and bool(np.isin(top, rows).any()) for top in tops]
+            found = rows[np.minimum(np.searchsorted(rows, tops), len(rows) - 1)] == tops
+            held_top[:, j] = np.bincount(owners[found], minlength=len(ranked)) > 0
     best = fused.max() if len(fused) and fused.max() > 0 else 1.0
     return np.column_stack(
         [fused / best, held @ weights / total, held_top @ weights / total, np.log1p(bounds[:, 1] - bounds[:, 0])]
