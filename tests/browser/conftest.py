@@ -163,10 +163,11 @@ def shard_file_name(url: str) -> str | None:
 
 def answer_contract(answer: dict) -> dict:
     """An answer without what only the page or the moment adds (timings, marks, rendered tables,
-    the closest notebooks of a refusal): what the page and CPython must agree on."""
+    a plot's figure description, the closest notebooks of a refusal): what the page and CPython
+    must agree on."""
 
     def strip(items: list[dict]) -> list[dict]:
-        return [{k: v for k, v in item.items() if k not in ("marks", "table")} for item in items]
+        return [{k: v for k, v in item.items() if k not in ("marks", "table", "figure")} for item in items]
 
     notebooks = [
         {**nb, "hits": strip(nb["hits"]), "neighbourhood": strip(nb["neighbourhood"])} for nb in answer["notebooks"]
