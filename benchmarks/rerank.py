@@ -48,12 +48,12 @@ def candidates(searcher: Searcher, query: str, expected: set[str]) -> tuple[np.n
     """The features of the fused order's ten best notebooks (documents left out, as the rerank
     leaves them in place) and which of them answer; None when none of them does."""
     fused = searcher._fuse(query, Filters(), "hybrid")
-    ranked = [entry for entry in fused.ranked[:RERANK_DEPTH] if "source" not in searcher.notebooks[entry[0]]["meta"]]
-    if not ranked:
-        return None
-    bounds, _, rows, weights = searcher.rerank_inputs(ranked, fused.terms, searcher._read_in_english(query).terms)
-    right = np.array([searcher.notebooks[n]["path"] in expected for n, _, _ in ranked])
-    return (notebook_features(ranked, bounds, rows, weights), right) if right.any() else None
+    top = fused.ranked[:RERANK_DEPTH]
+    bounds, documents, rows, weights = searcher.rerank_inputs(top, fused.terms, searcher._read_in_english(query).terms)
+    places = [i for i, document in enumerate(documents) if not document]
+    ranked = [top[i] for i in places]
+    right = np.array([searcher.notebooks[n]["path"] in expected for n, _, _ in ranked], dtype=bool)
+    return (notebook_features(ranked, bounds[places], rows, weights), right) if right.any() else None
 
 
 def pairs(questions: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:

@@ -157,7 +157,7 @@ class Searcher:
             )
         self.source = source
         self.notebooks = source.notebooks
-        self.rerank_weights: Sequence[float] = RERANK_WEIGHTS  # (); the fused order as it is
+        self.rerank_weights: Sequence[float] = RERANK_WEIGHTS  # empty: keep the fused order (benchmarks/rerank.py)
         self.model = model
         self.fragment = source.fragment
         self.analyzer = Analyzer(source.analyzer)
@@ -389,7 +389,7 @@ class Searcher:
             weights.setdefault(term, TRANSLATION_WEIGHT * self._idf(term))
         entries = [self.notebooks[n] for n, _, _ in ranked]
         bounds = np.array([[e["start"], e["end"]] for e in entries], np.int64).reshape(-1, 2)
-        rows = [rows_within(self.source.postings(term), 0, int(self.source.starts[-1])) for term in weights]
+        rows = [p[0] if p is not None else np.zeros(0, np.int64) for p in map(self.source.postings, weights)]
         return bounds, ["source" in e["meta"] for e in entries], rows, list(weights.values())
 
     def _rank(
