@@ -388,6 +388,25 @@ def test_keywords_without_stop_words_read_in_english_when_half_their_words_are_d
     assert bool(read_in_english(query, analyzer, translator).text) is read
 
 
+def test_keywords_hold_each_stem_of_a_dutch_word_by_its_translation():
+    """Keywords whose stop words tell no language are searched by every language's stem of each
+    word, and the English stemmer's cut of a Dutch word (`leidingen`) is in no English cell: it is
+    held where the word's translation is, as its Dutch stem (`leid`) is, so that the refusal test
+    does not count a translated word as missing."""
+    analyzer = Analyzer()
+    translator = Translator(TABLE, analyzer.stop_words("dutch") | analyzer.stop_words("english"), ENGLISH)
+    query = "drukverlies leidingen"
+    assert analyzer.query_language(query) is None
+    terms = analyzer.query_terms(query)
+    assert {"leidingen", "leid"} <= set(terms)  # the English and the Dutch stemmer's cut
+    reading = read_in_english(query, analyzer, translator)
+    assert reading.held_by is not None
+    assert all(reading.held_by.get(term) for term in terms)
+    assert reading.held_by["leidingen"] == reading.held_by["leid"] == ("pipe",)
+    # a question whose stop words are Dutch is searched by the Dutch stems alone: no other is added
+    assert "leidingen" not in (read_in_english("de leidingen", analyzer, translator).held_by or {})
+
+
 def test_the_packaged_table_loads():
     table = load_table()
     assert len(table) > 10_000 and "pressure" in table["druk"]

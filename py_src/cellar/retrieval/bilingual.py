@@ -544,7 +544,25 @@ def read_in_english(query: str, analyzer: Analyzer, translator: Translator) -> R
     reading = english_reading(query, analyzer, translator)
     if language is None and 2 * len(reading.held_by or ()) < len(_content_words(query, analyzer, translator)):
         return Reading()
-    return _with_english_words(query, reading, analyzer, translator) if reading.held_by else reading
+    reading = _with_english_words(query, reading, analyzer, translator) if reading.held_by else reading
+    return _with_every_stem(query, reading, analyzer) if language is None and reading.held_by else reading
+
+
+def _with_every_stem(query: str, reading: Reading, analyzer: Analyzer) -> Reading:
+    """``reading`` with each word's every stem held where its Dutch stem is. A question whose stop
+    words tell no language (keywords: `gemiddelde lengte Amerikaanse presidenten in cm`) is
+    searched by every language's stem of each word (``Analyzer.query_terms``), and the English
+    stemmer's cut of a Dutch word (`gemiddeld`, `presidenten`) is in no English cell: without its
+    translations it counted as a word the notebook lacks, beside the Dutch stem that its
+    translation holds (`middel`: mean, average)."""
+    held_by = dict(reading.held_by or {})
+    for word in _words(query, analyzer):
+        stems = analyzer.terms(word)
+        english = tuple(dict.fromkeys(t for stem in stems for t in held_by.get(stem, ())))
+        for stem in stems:
+            if english and stem not in held_by:
+                held_by[stem] = english
+    return Reading(reading.text, reading.every_sense, reading.terms, held_by)
 
 
 def _with_english_words(query: str, reading: Reading, analyzer: Analyzer, translator: Translator) -> Reading:
