@@ -160,6 +160,29 @@ def test_cli_eval_json_all_modes(demo_shard, capsys):
     assert stored["calibration"]["method"] == "stored" and KEYS <= set(stored)
 
 
+def test_cli_eval_says_question_by_question_which_fail_and_how(demo_shard, capsys):
+    gold = [json.loads(line) for line in (DEMO / "gold.jsonl").read_text().splitlines() if line.strip()]
+    assert main(["eval", str(demo_shard), str(DEMO / "gold.jsonl"), "--json", "--calibration", "stored"]) == 0
+    card = json.loads(capsys.readouterr().out)
+    questions = card["questions"]
+    assert [q["id"] for q in questions] == [row["id"] for row in gold]
+    # the lines add up to the scorecard
+    answerable = [q for q in questions if q["answerable"]]
+    assert sum(q["rank"] == 1 and not q["refused"] for q in answerable) == round(
+        card["notebook_hit@1"] * len(answerable)
+    )
+    assert sum(q["cell_first"] for q in answerable) == round(card["cell_first"] * len(answerable))
+    ballast = questions[0]
+    assert ballast["rank"] == 1 and ballast["top"]["path"] == gold[0]["expect"][0]["path"]
+    assert all(q["reason"].startswith("looked for") for q in questions if q["refused"])
+
+    assert main(["eval", str(demo_shard), str(DEMO / "gold.jsonl"), "--calibration", "stored", "--questions"]) == 0
+    out = capsys.readouterr().out
+    lines = [line for line in out.splitlines() if line.startswith(("| demo", "| doc"))]
+    assert len(lines) == len(gold)
+    assert lines[0].startswith("| demo01 | en | value | 1 | yes | yes | answered | 2017/17-042 Ballast/")
+
+
 def test_cli_search_json_and_listing(demo_shard, capsys):
     assert main(["search", str(demo_shard), "forepeak tank volume", "--json", "--k", "2"]) == 0
     result = json.loads(capsys.readouterr().out)

@@ -1,12 +1,15 @@
-"""`cellar eval SHARD GOLD.jsonl [--json] [--mode bm25|dense|hybrid|all] [--calibration
-out-of-sample|stored] [--folds K] [--route] [--model DIR]`: the scorecard of a shard on a gold set
+"""`cellar eval SHARD GOLD.jsonl [--json] [--questions] [--mode bm25|dense|hybrid|all]
+[--calibration out-of-sample|stored] [--folds K] [--route] [--model DIR]`: the scorecard of a shard on a gold set
 (shared/gold/README.md): notebook hit@1/3/5, the cells (cell_hit@5: among the hits and
 neighbourhood of the top 5 notebooks, as the product shows them; cell_strict@5: among their hits
 alone; cell_first: the top notebook's first hit), MRR, refusal recall, false refusal rate, the
 same per kind and per language, for document questions block_first (the top answer's first hit
 is the gold block) and citation_exact (over answered ones: its citation is the gold's, to the
 character), and latency p50/p95 of a whole search and of each stage.
---mode all puts the three modes side by side.
+--mode all puts the three modes side by side. --questions adds, per mode, a line per question:
+where the right notebook came, whether its cell was the first hit and among the hits, the verdict
+on refusal, and what came first (for a refusal, the reason given). --json always holds them
+(`questions`).
 
 Refusal is judged out of sample by default: the gold questions are dealt into K folds (5,
 stratified by kind, deterministic) and each fold is judged with the thresholds calibrated on the
@@ -54,6 +57,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("shard", metavar="SHARD")
     parser.add_argument("gold", metavar="GOLD.jsonl")
     parser.add_argument("--json", action="store_true", help="print the scorecard as one JSON object")
+    parser.add_argument(
+        "--questions", action="store_true", help="a line per question under the scorecard: which fail, and how"
+    )
     parser.add_argument("--mode", choices=(*MODES, "all"), default="hybrid")
     parser.add_argument(
         "--calibration",
@@ -99,6 +105,9 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(cards if args.mode == "all" else cards[args.mode], indent=1))
     else:
         print(table(cards))
+        if args.questions:
+            for mode, card in cards.items():
+                print(f"\n{mode}, question by question:\n\n{question_table(card['questions'])}")
     return 0
 
 
@@ -112,4 +121,35 @@ def table(cards: dict) -> str:
         rows.append("| " + " | ".join([mode, *cells, f"{latency['p50']:.1f}", f"{latency['p95']:.1f}"]) + " |")
     how = next(iter(cards.values()))["calibration"]
     rows.append(f"\nrefusal thresholds: {how['method']}")
+    return "\n".join(rows)
+
+
+def question_table(questions: list[dict]) -> str:
+    """A Markdown table of the questions' verdicts (``evaluation.question_verdict``): the right
+    notebook's rank (- when it was not shown), the cell figures, whether the refusal was right, and
+    what came first."""
+    rows = ["| id | lang | kind | rank | cell first | cell in hits | refusal | first shown |", "|" + "---|" * 8]
+    for q in questions:
+        if q["answerable"]:
+            refusal = "refused: wrong" if q["refused"] else "answered"
+        else:
+            refusal = "refused" if q["refused"] else "answered: should refuse"
+        top = q["top"]
+        where = ""
+        if top:
+            place = top["citation"] or (f"cell {top['cell']}" if top["cell"] is not None else "")
+            where = f"{top['path']}" + (f", {place}" if place else "")
+        if q["refused"]:
+            where = q.get("reason", where)
+        cells = [
+            str(q["id"] if q["id"] is not None else ""),
+            q["lang"] or "",
+            q["kind"] or "",
+            str(q["rank"] or "-") if q["answerable"] else "",
+            ("yes" if q["cell_first"] else "no") if q["answerable"] else "",
+            ("yes" if q["cell_strict"] else "no") if q["answerable"] else "",
+            refusal,
+            where.replace("|", "\\|").replace("\n", " "),
+        ]
+        rows.append("| " + " | ".join(cells) + " |")
     return "\n".join(rows)

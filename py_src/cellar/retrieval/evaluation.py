@@ -134,8 +134,9 @@ def evaluate(
     rules: Sequence[str] = DEFAULT_RULES,
 ) -> dict[str, Any]:
     """The scorecard of ``searcher`` on ``gold``: overall, ``by_kind`` and ``by_lang``, with
-    latency p50/p95 of a whole search and per stage; each question routed by the ``rules`` (the
-    field rule by default, as every search; ``cellar.retrieval.routing``).
+    latency p50/p95 of a whole search and per stage, and each question's verdict (``questions``:
+    ``question_verdict``); each question routed by the ``rules`` (the field rule by default, as
+    every search; ``cellar.retrieval.routing``).
 
     ``thresholds``: the refusal thresholds to judge each question with (one mapping per gold
     question, as ``cross_validate`` gives them); without them, the searcher's own (the shard's
@@ -143,6 +144,7 @@ def evaluate(
     if thresholds is not None and len(thresholds) != len(gold):
         raise ValueError(f"{len(thresholds)} sets of thresholds for {len(gold)} questions")
     judged: list[dict[str, Any]] = []
+    questions: list[dict[str, Any]] = []
     latencies: list[float] = []
     stages: dict[str, list[float]] = {}
     router = Router(searcher, rules)
@@ -156,6 +158,7 @@ def evaluate(
             ranking = replace(ranking, refused=verdict(ranking))
         answer = searcher.answer(ranking)
         judged.append({**judge(row, answer), "kind": row.get("kind"), "lang": row.get("lang")})
+        questions.append(question_verdict(row, answer, judged[-1]))
         latencies.append(answer["timings_ms"]["total"])
         for stage, ms in answer["timings_ms"].items():
             stages.setdefault(stage, []).append(ms)
@@ -170,7 +173,33 @@ def evaluate(
             value: {key: figure for key, figure in scorecard([j for j in judged if j[group] == value], []).items()}
             for value in values
         }
+    card["questions"] = questions
     return card
+
+
+def question_verdict(row: Mapping[str, Any], answer: Mapping[str, Any], judged: Mapping[str, Any]) -> dict[str, Any]:
+    """One gold question's line of the scorecard: what ``judge`` found, and what the search put
+    first (``top``: the first notebook or document and its first hit's cell or citation; for a
+    refusal, the closest one and the reason given), so that whoever writes a gold set for an
+    archive sees which questions fail and how."""
+    shown = answer["notebooks"] or answer.get("closest") or []
+    top = None
+    if shown:
+        hit = shown[0]["hits"][0] if shown[0]["hits"] else {}
+        top = {"path": shown[0]["path"], "cell": hit.get("cell"), "citation": hit.get("citation")}
+    verdict = {
+        "id": row.get("id"),
+        "query": row["query"],
+        "kind": row.get("kind"),
+        "lang": row.get("lang"),
+        **{key: judged[key] for key in ("answerable", "rank", "cell_strict", "cell_first", "refused")},
+        "top": top,
+    }
+    if "block_first" in judged:
+        verdict.update(block_first=judged["block_first"], citation_exact=judged["citation_exact"])
+    if answer["refused"]:
+        verdict["reason"] = answer.get("refusal_reason") or ""
+    return verdict
 
 
 def _refused_by(thresholds: Mapping[str, float], ranking: Any) -> bool:
