@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import TypeVar
 
 import numpy as np
 
@@ -35,6 +36,7 @@ FLAT_RANK, FLAT_GAP, FLAT_DENSE_WEIGHT = 5, 0.05, 0.6
 RERANK_WEIGHTS = (1.0, 0.551, 0.390, -0.080)
 RERANK_DEPTH = 10  # the notebooks ordered again: those the weights were fitted on
 TOP_CHUNKS = 3  # the best chunks whose share of the terms is the third feature
+Chunks = TypeVar("Chunks", bound=Sequence[tuple[int, float]])  # a notebook's (row, score) candidates
 
 
 def notebook_features(
@@ -67,13 +69,13 @@ def notebook_features(
 
 
 def rerank(
-    ranked: Sequence[tuple[int, float, Sequence[tuple[int, float]]]],
+    ranked: Sequence[tuple[int, float, Chunks]],
     bounds: np.ndarray,
     documents: Sequence[bool],
     postings_rows: Sequence[np.ndarray],
     term_weights: Sequence[float],
     weights: Sequence[float] = RERANK_WEIGHTS,
-) -> list:
+) -> list[tuple[int, float, Chunks]]:
     """``ranked`` with the notebooks among its first ``len(bounds)`` entries in the order of the
     weighted sum of their ``notebook_features``, each taking the place and the score of the one
     it passes (so the scores still fall); a document (``documents``) keeps its place: the
