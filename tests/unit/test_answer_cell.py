@@ -17,6 +17,12 @@ from cellar.retrieval.answer_cell import diverse, intent, naming_shares, order_h
         ("what is the method of moments for fitting a distribution", "explain"),
         ("Waarom zit het drukverlies er een orde naast?", "explain"),
         ("difference between supervised and unsupervised learning", "explain"),
+        # what is meant by, in either language, and a reason asked whatever numbers it names
+        ("Wat wordt bedoeld met de affiniteitswetten van een pomp?", "explain"),
+        ("Wat houdt een isentrope compressie in?", "explain"),
+        ("what does NPSH mean for a centrifugal pump", "explain"),
+        ("what does the mean wind speed come to in 2017", "value"),  # the mean: an average
+        ("why is the friction factor 0.02 in the turbulent region", "explain"),
         ("what is the pressure drop at 200 L/min", "value"),
         ("fitting IEC binned power curves to filtered SCADA data", "locate"),
         # a question that opens on a value's noun asks for it without naming a number

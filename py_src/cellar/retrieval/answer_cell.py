@@ -5,7 +5,8 @@ the markdown that states the problem (a worked example's "Water at 30 °C flows 
 pipe ..."), while the answer is the code cell below it and its output. So, within a notebook
 shown, the hits are reordered by what the question asks for (``intent``):
 
-- ``explain`` (why, what is, how does, definition, difference, Dutch alike; without a number): the
+- ``explain`` (why, what is, what is meant by, what does X mean, how does, definition,
+  difference, Dutch alike; without a number, unless it asks why): the
   chunks in score order. Prose answers these, and the best chunk of each kind put first (an
   `import numpy as np` at a quarter of the best paragraph's score) pushed a paragraph that
   explains out of the five hits (dev cell_strict@5 .923 -> .962, the Dutch dev questions .897 ->
@@ -108,11 +109,14 @@ FIGURE_WORDS = frozenset(
     "diagram diagrams grafiek grafieken figuur figuren kromme krommen geplot plotten".split()
 )
 # Words that ask for an explanation, English and Dutch (a question that also names a number asks
-# for a value, whatever its first words).
+# for a value, whatever its first words, unless it asks why): `what is meant by`, `wat wordt
+# bedoeld met`, `wat houdt X in`, `what does NPSH mean` (not `what does the mean ...`: an average).
 _EXPLAIN = re.compile(
     r"(?<![\w-])(?:why|waarom|define|defined|definition|definitie|meaning|means|betekent|betekenis|difference|"
-    r"verschil|explain|uitleg|what\s+(?:is|are)|wat\s+(?:is|zijn)|how\s+(?:do|does|can|is|are)|hoe)\b"
+    r"verschil|explain|uitleg|what\s+(?:is|are)|wat\s+(?:is|zijn)|how\s+(?:do|does|can|is|are)|hoe|"
+    r"bedoeld|bedoelt|wat\s+houdt|what\s+does\s+(?!(?:the|a|an)\b)[\w-]+(?:\s+[\w-]+){0,3}\s+mean)\b"
 )
+_WHY = re.compile(r"\b(?:why|waarom)\b")  # a reason is no value, whatever numbers the question names
 _WHERE = re.compile(r"\b(?:where|waar)\b")
 _VALUE = re.compile(
     r"\b(?:how\s+(?:much|many|large|big|high|long|fast|slow|often|far)|hoeveel|"
@@ -134,6 +138,8 @@ def intent(query: str) -> str:
     place = where or any(_names_a_place(word) for word in head)
     acts = bool(head) and head[0].endswith("ing") and head[0] not in FIGURE_WORDS  # fitting, solving
     locate = "figure" if not acts and any(word in FIGURE_WORDS for word in head) else "locate"
+    if _WHY.search(text) and not where:
+        return "explain"
     if _DIGIT.search(text) or _VALUE.search(text):
         return locate if place else "value"
     if _EXPLAIN.search(text) and not where:
