@@ -28,6 +28,9 @@ from cellar.retrieval.answer_cell import diverse, intent, naming_shares, order_h
         # a question that opens on a value's noun asks for it without naming a number
         ("final RMSE of the tuned random forest on the test set", "value"),
         ("lightship weight of the harbour tug including margins", "value"),
+        ("spread of the wind speeds in the SCADA data", "value"),  # a dispersion, as a deviation
+        ("spreiding van de meetwaarden van de druk", "value"),
+        ("spreidingsdiagram van de iris-data", "locate"),  # a scatter plot: no spread
         # the words of data analysis too, and a Dutch compound that ends in a value's noun
         ("Overlevingskans van vrouwen in de eerste klas", "value"),
         ("bevolkingsdichtheid van Utrecht in het DataFrame", "value"),

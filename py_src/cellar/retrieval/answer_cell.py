@@ -93,7 +93,7 @@ VALUE_NOUNS = DUTCH_VALUE_HEADS | frozenset(
     "price yield value values tension weight total sum size result results outcome output variance "
     "correlation percentage precision recall density time timing runtime duration memory "
     "coëfficiënt gemiddelde verliezen waarden som uitkomsten resultaat resultaten uitvoer variantie "
-    "correlatie precisie rekentijd looptijd geheugen".split()
+    "correlatie precisie rekentijd looptijd geheugen spread spreiding".split()
 )
 # The nouns that name something to be found, not a value (`T-xy diagram at 1 bar`, `pump affinity laws
 # applied when the speed drops from 3500 to 1700 rpm`): such a question locates, whatever numbers it names.
