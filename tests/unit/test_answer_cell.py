@@ -50,7 +50,9 @@ from cellar.retrieval.answer_cell import diverse, intent, naming_shares, order_h
         ("waar vind ik de grafiek van het debiet", "figure"),
         ("where can I find the histogram of the wind speeds", "figure"),
         ("Waar zit de berekening van de trim?", "locate"),
-        ("how accurate are the k-means clusters on the digits", "locate"),  # k-means: no "means"
+        ("how accurate are the k-means clusters on the digits", "value"),  # k-means: no "means"
+        ("hoe nauwkeurig is de meetflens bij lage Reynolds-getallen", "value"),
+        ("how do the k-means clusters compare with the true labels", "explain"),
         # a dotted name names code: no histogram here, but a timing
         ("np.histogram timing on a million points", "value"),
         ("histogram of a million points", "figure"),

@@ -119,8 +119,10 @@ _EXPLAIN = re.compile(
 _WHY = re.compile(r"\b(?:why|waarom)\b")  # a reason is no value, whatever numbers the question names
 _WHERE = re.compile(r"\b(?:where|waar)\b")
 _VALUE = re.compile(
-    r"\b(?:how\s+(?:much|many|large|big|high|long|fast|slow|often|far)|hoeveel|"
-    r"hoe\s+(?:groot|hoog|lang|zwaar|snel|traag|vaak|ver)|"
+    r"\b(?:how\s+(?:much|many|large|big|high|long|fast|slow|often|far|accurate|precise|heavy|hot|warm|cold|"
+    r"wide|deep|thick|strong|efficient|old)|hoeveel|"
+    r"hoe\s+(?:groot|hoog|lang|zwaar|snel|traag|vaak|ver|nauwkeurig|precies|heet|warm|koud|breed|diep|dik|sterk|"
+    r"efficiënt|oud|duur)|"
     r"what\s+(?:value|volume|number|amount)|welke\s+(?:waarde|inhoud|volume)|value\s+of|waarde\s+van)\b"
 )
 
