@@ -59,14 +59,14 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from cellar.records import KINDS, Answer, Hit, NeighbourhoodEntry, NotebookResult
+from cellar.records import KINDS, Answer, Hit, NotebookResult
 from cellar.retrieval.analysis import Analyzer
 from cellar.retrieval.answer_cell import head_words, intent, naming_shares, order_hits, stating_rows
 from cellar.retrieval.bilingual import Reading, Translator, question_translator, read_in_english
 from cellar.retrieval.blocks import Asked, asked, block_terms, known_share, order_blocks, quantity_share, quantity_terms
 from cellar.retrieval.bm25 import summed_scores
 from cellar.retrieval.commonness import term_specificities
-from cellar.retrieval.context import TEXT_LIMIT, section_context
+from cellar.retrieval.context import hit_context
 from cellar.retrieval.embedding import StaticModel
 from cellar.retrieval.filters import Filters
 from cellar.retrieval.fusion import FLAT_DENSE_WEIGHT, RERANK_DEPTH, RERANK_WEIGHTS, flat, notebook_scores, rerank
@@ -78,7 +78,6 @@ DEPTH = 50  # chunks taken from each ranker
 DENSE_WEIGHT = 0.03  # share of the dense ranker in a hybrid notebook score (see the docstring)
 STALE_FACTOR = 0.5
 HITS_PER_NOTEBOOK = 5
-NEIGHBOUR_CELLS = 2  # cells after the best hit's cell
 MODES = ("bm25", "dense", "hybrid")
 TRANSLATION_WEIGHT = 0.5  # BM25 weight of a Dutch word's English translations (bilingual.Reading)
 # The values calibrated on ../shared/gold/dev.jsonl (52 answerable, 8 out-of-scope questions over
@@ -593,7 +592,7 @@ class Searcher:
             "title": entry["title"],
             "meta": entry["meta"],
             "hits": hits,
-            "neighbourhood": _context(records, hits[0]) if hits else [],
+            "neighbourhood": hit_context(records, hits[0]) if hits else [],
         }
         if "entry" in entry:  # a service note: one of the entries of its records file
             result["entry"] = entry["entry"]
@@ -608,53 +607,6 @@ class Searcher:
                 "these are the fresh outputs"
             )
         return result
-
-
-def neighbourhood(records: Sequence[Mapping[str, Any]], cell: int | None) -> list[NeighbourhoodEntry]:
-    """The heading above ``cell``, then the cell and the next two with their outputs, from
-    one notebook's chunk records (overlapping windows of a cell are shown once, in order)."""
-    if cell is None:
-        return []
-    entries = []
-    heading = _heading_above(records, cell)
-    if heading:
-        entries.append(heading)
-    seen_sources: set[tuple[int, int | None]] = set()
-    for record in records:
-        if not cell <= (record["cell"] if record["cell"] is not None else -1) <= cell + NEIGHBOUR_CELLS:
-            continue
-        key = (record["cell"], record["output"])
-        if record["output"] is None and key in seen_sources:
-            continue  # the first window of a cell's source stands for it
-        seen_sources.add(key)
-        entry: NeighbourhoodEntry = {
-            "cell": record["cell"],
-            "kind": record["kind"],
-            "text": record["quote"][:TEXT_LIMIT],
-        }
-        if record["output"] is not None:
-            entry["output"] = record["output"]
-        entries.append(entry)
-    return entries
-
-
-def _context(records: Sequence[Mapping[str, Any]], hit: Hit) -> list[NeighbourhoodEntry]:
-    """A hit's context: a notebook's ``neighbourhood``; a document's ``section_context``."""
-    if "citation" in hit:
-        return section_context(records, hit["chunk_id"])
-    return neighbourhood(records, hit["cell"])
-
-
-def _heading_above(records: Sequence[Mapping[str, Any]], cell: int) -> NeighbourhoodEntry | None:
-    """The markdown chunk at or above ``cell`` whose text opens the innermost heading there."""
-    before = [r for r in records if r["cell"] is not None and r["cell"] <= cell]
-    if not before:
-        return None
-    titles = before[-1].get("meta", {}).get("headings") or []
-    for record in reversed(before):
-        if record["kind"] == "markdown" and titles and titles[-1] in record["quote"]:
-            return {"cell": record["cell"], "kind": "heading", "text": titles[-1]}
-    return None
 
 
 def _top_of(rows: np.ndarray, scores: np.ndarray, depth: int) -> np.ndarray:
