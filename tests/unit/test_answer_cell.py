@@ -5,7 +5,17 @@ from __future__ import annotations
 import pytest
 
 from cellar.records import KINDS
-from cellar.retrieval.answer_cell import diverse, intent, naming_shares, order_hits, stating_rows
+from cellar.retrieval.analysis import Analyzer
+from cellar.retrieval.answer_cell import (
+    diverse,
+    intent,
+    naming_shares,
+    opening_first,
+    order_hits,
+    section_openings,
+    stating_rows,
+    title_share,
+)
 
 
 @pytest.mark.parametrize(
@@ -96,6 +106,45 @@ def test_an_explanation_keeps_its_paragraphs_in_score_order():
     chunks = [(0, 0.96), (1, 0.9), (4, 0.85), (2, 0.25)]
     assert order_hits(chunks, EXAMPLE, 0, KIND_OF, "explain") == chunks
     assert [row for row, _ in diverse(chunks, KIND_OF)] == [0, 2, 1, 4]
+
+
+# A chapter on model validation: its section on the bias-variance trade-off opens with a heading
+# cell and the paragraph that defines it, and two later paragraphs of the section use its words
+# more often (every chunk of a section carries its headings' words in the index, too).
+SECTIONS = [
+    {"cell": 0, "kind": "markdown", "output": None, "quote": "# Model Validation\n\nChoosing a model.",
+     "meta": {"headings": ["Model Validation"]}},
+    {"cell": 1, "kind": "markdown", "output": None, "quote": "### The Bias-variance Trade-off",
+     "meta": {"headings": ["Model Validation", "The Bias-variance Trade-off"]}},
+    {"cell": 2, "kind": "markdown", "output": None, "quote": "Finding the best model is a trade-off between bias and variance.",
+     "meta": {"headings": ["Model Validation", "The Bias-variance Trade-off"]}},
+    {"cell": 3, "kind": "code", "output": None, "quote": "model.fit(X, y)",
+     "meta": {"headings": ["Model Validation", "The Bias-variance Trade-off"]}},
+    {"cell": 4, "kind": "markdown", "output": None, "quote": "For high-bias models the variance is low; high-variance models overfit.",
+     "meta": {"headings": ["Model Validation", "The Bias-variance Trade-off"]}},
+]  # fmt: skip
+
+
+def test_an_explanation_opens_on_the_paragraph_that_opens_the_section_its_question_names():
+    """A section opens with its first paragraph of text (a cell that is a heading alone opens
+    nothing); for an explanation that paragraph gains as the section's title holds the question,
+    so the definition leads the paragraphs that merely use the words, and the scores shown stay
+    the rankers'."""
+    assert section_openings(SECTIONS) == {0: "Model Validation", 2: "The Bias-variance Trade-off"}
+    analyzer = Analyzer()
+    question = dict.fromkeys(analyzer.query_terms("what is the bias-variance trade-off in model selection"))
+    assert list(question) == ["bias", "varianc", "trade", "model", "select"]
+    titled = title_share([(1.0, (term,)) for term in question], analyzer.terms)
+    assert titled("The Bias-variance Trade-off") == pytest.approx(3 / 5)
+    assert titled("Model Validation") == pytest.approx(1 / 5)
+    # a Dutch question's term is held by its translation
+    assert title_share([(2.0, ("afweg", "trade")), (2.0, ("regel", "rule"))], analyzer.terms)("Trade-offs") == 0.5
+    chunks = [(10 + 4, 0.95), (10 + 2, 0.80), (10 + 0, 0.5)]
+    ordered = order_hits(chunks, SECTIONS, 10, [KINDS.index(r["kind"]) for r in SECTIONS], "explain", titled=titled)
+    assert ordered == [(12, 0.80), (14, 0.95), (10, 0.5)]
+    # without a question's share of a title, or for another kind of question, as before
+    assert order_hits(chunks, SECTIONS, 10, [0] * 5, "explain") == chunks
+    assert opening_first(chunks, SECTIONS, 10, lambda title: 0.0) == chunks
 
 
 def test_a_figure_question_opens_on_the_plot_of_the_cell_that_draws():

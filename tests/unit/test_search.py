@@ -12,6 +12,8 @@ import pytest
 
 from cellar.cli.search import listing
 from cellar.records import KINDS
+from cellar.retrieval import answer_cell
+from cellar.retrieval.answer_cell import intent
 from cellar.retrieval.embedding import default_model_dir, load_model
 from cellar.retrieval.evaluation import calibrate, evaluate, read_gold
 from cellar.retrieval.fusion import flat, notebook_features, rerank
@@ -560,6 +562,32 @@ def test_the_rerank_orders_the_answers_and_never_changes_a_verdict(corpus_search
     (fused_verdicts, fused_right), (verdicts, right) = firsts
     assert verdicts == fused_verdicts
     assert right >= fused_right
+
+
+def test_an_explanation_on_dev_opens_on_the_paragraph_of_the_section_it_names(corpus_searcher, monkeypatch):
+    """Dev's explanations: more of them open on their cell when a section's opening paragraph
+    gains for the share of the question its title holds (``answer_cell.opening_first``) than in
+    plain score order; `the bias-variance trade-off` opens on the paragraph under its heading,
+    not on the later ones that use its words more."""
+    searcher, gold = corpus_searcher
+    questions = [row for row in gold if row["expect"] and intent(row["query"]) == "explain"]
+
+    def first_right() -> int:
+        right = 0
+        for row in questions:
+            shown = searcher.search(row["query"], k=1)["notebooks"] or [{"path": None, "hits": []}]
+            hits = shown[0]["hits"]
+            right += bool(hits) and (shown[0]["path"], hits[0]["cell"]) in {
+                (e["path"], e["cell"]) for e in row["expect"]
+            }
+        return right
+
+    opened = first_right()
+    monkeypatch.setattr(answer_cell, "OPENING_WEIGHT", 0.0)
+    assert opened > first_right()
+    monkeypatch.undo()
+    answer = searcher.search("what is the bias-variance trade-off in model selection", k=1)
+    assert answer["notebooks"][0]["hits"][0]["quote"].startswith("### The Bias-Variance Trade-off")
 
 
 def test_dev_targets(dev):

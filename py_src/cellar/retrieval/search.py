@@ -61,7 +61,7 @@ import numpy as np
 
 from cellar.records import KINDS, Answer, Hit, NotebookResult
 from cellar.retrieval.analysis import Analyzer
-from cellar.retrieval.answer_cell import head_words, intent, naming_shares, order_hits, stating_rows
+from cellar.retrieval.answer_cell import head_words, intent, naming_shares, order_hits, stating_rows, title_share
 from cellar.retrieval.bilingual import Reading, Translator, question_translator, read_in_english
 from cellar.retrieval.blocks import Asked, asked, block_terms, known_share, order_blocks, quantity_share, quantity_terms
 from cellar.retrieval.bm25 import summed_scores
@@ -314,8 +314,13 @@ class Searcher:
         named = self._opening_terms(ranking, reading) if asks == "value" else []
         if asks in ("locate", "figure"):
             named += [tuple(self.analyzer.terms(n)) for n in dict.fromkeys(NUMBER_IN_TEXT.findall(ranking.query))]
+        # an explanation: the share of its terms (or their translations) a section's title holds
+        held_by = reading.held_by or {}
+        weighted = [(self._idf(t), (t, *held_by.get(t, ()))) for t in ranking.terms] if asks == "explain" else []
+        titled = title_share(weighted, self.analyzer.terms) if weighted else None
         shown = [
-            self._notebook(n, score, chunks, asks, ranking.kinds, document, named) for n, score, chunks in ranking.shown
+            self._notebook(n, score, chunks, asks, ranking.kinds, document, named, titled)
+            for n, score, chunks in ranking.shown
         ]
         timings = {**ranking.timings_ms, "fragments": round((time.perf_counter() - start) * 1000, 3)}
         answer: Answer = {
@@ -542,6 +547,7 @@ class Searcher:
         kinds: Sequence[str] = (),
         document: tuple[Asked, Sequence[str], np.ndarray | None] | None = None,
         named: Sequence[Sequence[str]] = (),
+        titled: Callable[[str], float] | None = None,
     ) -> NotebookResult:
         """Notebook ``n``'s entry of the answer; its hits in ``answer_cell.order_hits``'s order for
         a question that ``asks`` for a value, a place or an explanation, of the ``kinds`` a filter
@@ -549,7 +555,8 @@ class Searcher:
         with its translations (the answer cell holds them, and in a notebook an output that states
         a number of the kind asked, ``answer_cell.stating_rows``); ``document``: what a document's
         blocks are ordered by (``blocks.order_blocks``), the question's ``Asked``, its block terms
-        and its vectors (None: no closeness in meaning)."""
+        and its vectors (None: no closeness in meaning); ``titled``: an explanation's share held by a
+        section title (``answer_cell.title_share``; a notebook's sections, not a document's)."""
         entry = self.notebooks[n]
         records = self.fragment(n)
         start = entry["start"]
@@ -571,7 +578,8 @@ class Searcher:
             stating = stating_rows(records, start, document[0].families)
             holding += [stating] if len(stating) else []
         shares = naming_shares(holding, records, start) if holding else None
-        for row, chunk_score in order_hits(rows, records, start, kind_of, asks, kinds, shares)[:HITS_PER_NOTEBOOK]:
+        ordered = order_hits(rows, records, start, kind_of, asks, kinds, shares, None if blocks else titled)
+        for row, chunk_score in ordered[:HITS_PER_NOTEBOOK]:
             record = records[row - start]
             hit: Hit = {
                 "chunk_id": record["id"], "kind": record["kind"], "cell": record["cell"],
