@@ -180,7 +180,9 @@ def test_cli_eval_says_question_by_question_which_fail_and_how(demo_shard, capsy
     out = capsys.readouterr().out
     lines = [line for line in out.splitlines() if line.startswith(("| demo", "| doc"))]
     assert len(lines) == len(gold)
-    assert lines[0].startswith("| demo01 | en | value | 1 | yes | yes | answered | 2017/17-042 Ballast/")
+    assert lines[0].startswith(
+        "| demo01 | ballast tank volumes for the 2017 vessel | en | value | 1 | yes | yes | answered | 2017/17-042 Ballast/"
+    )
 
 
 def test_cli_search_json_and_listing(demo_shard, capsys):

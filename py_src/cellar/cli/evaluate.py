@@ -32,6 +32,7 @@ from cellar.retrieval.evaluation import CALIBRATIONS, FOLDS, read_gold, scorecar
 from cellar.retrieval.routing import DEFAULT_RULES, RULES
 from cellar.retrieval.search import MODES
 
+QUESTION_CHARS = 60  # of a question, in its line of --questions
 COLUMNS = (
     "notebook_hit@1",
     "notebook_hit@3",
@@ -128,7 +129,10 @@ def question_table(questions: list[dict]) -> str:
     """A Markdown table of the questions' verdicts (``evaluation.question_verdict``): the right
     notebook's rank (- when it was not shown), the cell figures, whether the refusal was right, and
     what came first."""
-    rows = ["| id | lang | kind | rank | cell first | cell in hits | refusal | first shown |", "|" + "---|" * 8]
+    rows = [
+        "| id | question | lang | kind | rank | cell first | cell in hits | refusal | first shown |",
+        "|" + "---|" * 9,
+    ]
     for q in questions:
         if q["answerable"]:
             refusal = "refused: wrong" if q["refused"] else "answered"
@@ -141,15 +145,22 @@ def question_table(questions: list[dict]) -> str:
             where = f"{top['path']}" + (f", {place}" if place else "")
         if q["refused"]:
             where = q.get("reason", where)
+        asked = q["query"] if len(q["query"]) <= QUESTION_CHARS else q["query"][: QUESTION_CHARS - 1] + "…"
         cells = [
             str(q["id"] if q["id"] is not None else ""),
+            _cell(asked),
             q["lang"] or "",
             q["kind"] or "",
             str(q["rank"] or "-") if q["answerable"] else "",
             ("yes" if q["cell_first"] else "no") if q["answerable"] else "",
             ("yes" if q["cell_strict"] else "no") if q["answerable"] else "",
             refusal,
-            where.replace("|", "\\|").replace("\n", " "),
+            _cell(where),
         ]
         rows.append("| " + " | ".join(cells) + " |")
     return "\n".join(rows)
+
+
+def _cell(text: str) -> str:
+    """``text`` as one cell of a Markdown table row."""
+    return " ".join(text.split()).replace("|", "\\|")
