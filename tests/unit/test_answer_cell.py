@@ -32,6 +32,8 @@ from cellar.retrieval.answer_cell import (
         ("Wat houdt een isentrope compressie in?", "explain"),
         ("what does NPSH mean for a centrifugal pump", "explain"),
         ("what does the mean wind speed come to in 2017", "value"),  # the mean: an average
+        ("what counts as a choked flow in a control valve", "explain"),
+        ("wat valt onder de elektrische verliezen van een windpark", "explain"),
         ("why is the friction factor 0.02 in the turbulent region", "explain"),
         ("what is the pressure drop at 200 L/min", "value"),
         ("fitting IEC binned power curves to filtered SCADA data", "locate"),

@@ -117,11 +117,13 @@ FIGURE_WORDS = frozenset(
 )
 # Words that ask for an explanation, English and Dutch (a question that also names a number asks
 # for a value, whatever its first words, unless it asks why): `what is meant by`, `wat wordt
-# bedoeld met`, `wat houdt X in`, `what does NPSH mean` (not `what does the mean ...`: an average).
+# bedoeld met`, `wat houdt X in`, `what does NPSH mean` (not `what does the mean ...`: an average),
+# `what counts as`, `wat valt onder`.
 _EXPLAIN = re.compile(
     r"(?<![\w-])(?:why|waarom|define|defined|definition|definitie|meaning|means|betekent|betekenis|difference|"
     r"verschil|explain|uitleg|what\s+(?:is|are)|wat\s+(?:is|zijn)|how\s+(?:do|does|can|is|are)|hoe|"
-    r"bedoeld|bedoelt|wat\s+houdt|what\s+does\s+(?!(?:the|a|an)\b)[\w-]+(?:\s+[\w-]+){0,3}\s+mean)\b"
+    r"bedoeld|bedoelt|wat\s+houdt|what\s+does\s+(?!(?:the|a|an)\b)[\w-]+(?:\s+[\w-]+){0,3}\s+mean|"
+    r"what\s+(?:counts|qualifies)\s+as|wat\s+(?:telt|geldt)\s+als|wat\s+valt\s+onder)\b"
 )
 _WHY = re.compile(r"\b(?:why|waarom)\b")  # a reason is no value, whatever numbers the question names
 _WHERE = re.compile(r"\b(?:where|waar)\b")
