@@ -116,11 +116,11 @@ FIGURE_WORDS = frozenset(
     "diagram diagrams grafiek grafieken figuur figuren kromme krommen geplot plotten".split()
 )
 # Words that ask for an explanation, English and Dutch (a question that also names a number asks
-# for a value, whatever its first words, unless it asks why): `what is meant by`, `wat wordt
-# bedoeld met`, `wat houdt X in`, `what does NPSH mean` (not `what does the mean ...`: an average),
-# `what counts as`, `wat valt onder`.
+# for a value, whatever its first words): `what is meant by`, `wat wordt bedoeld met`, `wat houdt
+# X in`, `what does NPSH mean` (not `what does the mean ...`: an average), `what counts as`, `wat
+# valt onder`. A question that asks why explains whatever numbers it names (``_WHY``).
 _EXPLAIN = re.compile(
-    r"(?<![\w-])(?:why|waarom|define|defined|definition|definitie|meaning|means|betekent|betekenis|difference|"
+    r"(?<![\w-])(?:define|defined|definition|definitie|meaning|means|betekent|betekenis|difference|"
     r"verschil|explain|uitleg|what\s+(?:is|are)|wat\s+(?:is|zijn)|how\s+(?:do|does|can|is|are)|hoe|"
     r"bedoeld|bedoelt|wat\s+houdt|what\s+does\s+(?!(?:the|a|an)\b)[\w-]+(?:\s+[\w-]+){0,3}\s+mean|"
     r"what\s+(?:counts|qualifies)\s+as|wat\s+(?:telt|geldt)\s+als|wat\s+valt\s+onder)\b"
