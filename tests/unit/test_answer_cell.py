@@ -202,3 +202,25 @@ def test_a_value_question_of_a_known_kind_opens_on_the_output_that_states_one():
     assert order_hits(chunks, example, 0, kinds, "value", naming=naming_shares([loop], example, 0))[0] == (2, 0.6)
     shares = naming_shares([loop, stating.tolist()], example, 0)
     assert order_hits(chunks, example, 0, kinds, "value", naming=shares)[0] == (4, 0.4)
+
+
+def test_a_value_question_of_a_known_kind_passes_over_an_output_of_another_kind():
+    """A worked example (`7.16 Air Lines`): the problem statement introduces the cell that prints
+    the ratio of actual to standard flow; the velocity asked is printed by the cell after it, as
+    pint writes it (`3401.5 foot / minute`). `inlet velocity ft/min ...` opens on that cell; a
+    question of no known kind, on the cell below the statement."""
+    example = records(
+        (0, "markdown", None), (1, "markdown", None), (2, "code", None), (2, "stream", 0), (3, "code", None),
+        (3, "stream", 0),
+    )  # fmt: skip
+    example[3]["quote"] = "Ratio of actual to standard flow: 0.20407676712438672"
+    example[5]["quote"] = "pressure drop = 2.7148 pound_force_per_square_inch\nupstream speed = 3401.458 foot / minute"
+    kinds = [KINDS.index(r["kind"]) for r in example]
+    chunks = [(1, 0.96), (4, 0.32)]
+    speed = stating_rows(example, 0, ("speed",))
+    assert speed.tolist() == [5] and stating_rows(example, 0, ("density",)).tolist() == []
+    stating = frozenset(example[row]["cell"] for row in speed)
+    assert order_hits(chunks, example, 0, kinds, "value")[0] == (3, 0.0)
+    assert order_hits(chunks, example, 0, kinds, "value", stating=stating)[0] == (5, 0.0)
+    # a locate question is not narrowed by the kind of an output
+    assert order_hits(chunks, example, 0, kinds, "locate", stating=stating)[0] == (2, 0.0)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from cellar.retrieval.analysis import Analyzer, AnalyzerSettings
 from cellar.retrieval.blocks import Asked, asked, block_terms, holds_quantity, order_blocks
 from cellar.retrieval.bm25 import BM25
+from cellar.retrieval.quantities import stated_families
 
 analyse = Analyzer(AnalyzerSettings()).terms
 
@@ -269,3 +270,39 @@ def test_refusal_and_calibration_use_the_quantity_evidence():
     features += [(False, evidence(0.0, 0.7 + i / 100)) for i in range(5)]
     fitted = calibrate_features(features)["thresholds"]
     assert fitted["min_quantity"] == 0.5 and fitted["min_similarity"] == 0.0
+
+
+def test_units_as_pint_prints_them_and_in_us_customary_units():
+    """An engineering notebook computes with units (pint) and prints them spelled out, or in feet,
+    psi and gallons: each states its kind, a unit over another the kind its parts make."""
+    stated = {
+        "upstream speed = 3401.458438219272 foot / minute": {"speed"},
+        "<Quantity(1.2691031722533113, 'pound_force_per_square_inch')>": {"pressure"},
+        "rho = 998.2 kilogram / meter ** 3": {"density"},
+        "Q = 0.05 meter ** 3 / second": {"flow"},
+        "Nozzle diameter found to be 2.405956564895703 inch.": {"length"},
+        "<Quantity(3.2, 'kilonewton')>": {"force"},
+        "the flowrate is 128.143 MMscfd": {"flow"},
+        "at 65 psig and 115 °F, 100 cfm": {"pressure", "temperature", "flow"},
+        "v = 12.5 ft/s, 100 lb/ft**3": {"speed", "density"},
+        "Ratio of actual to standard flow: 0.20407676712438672": set(),
+        "(c) 3 pumps in parallel": set(),
+    }
+    for text, families in stated.items():
+        assert stated_families(text) == families, text
+
+
+def test_the_kind_a_question_asks_in_a_dutch_compound_or_after_welk_or_hoeveel():
+    """A change of a quantity is of its kind (`drukval`, `spanningsval`); `welk debiet` asks as
+    `welke druk` does, and `hoeveel koelvermogen` measures what `hoeveel pompen` counts. A
+    confidence interval is a statistic, not a period."""
+    assert asked("drukval perslucht 75 ft leiding 1 inch").families == ("pressure",)
+    assert asked("Wat is de spanningsval over de kabel?").families == ("voltage",)
+    assert asked("Welk debiet in MMscfd geeft de Panhandle A-vergelijking?").families == ("flow",)
+    assert asked("Hoeveel koelvermogen moet je afvoeren?") == Asked(
+        measure=True, attribute=("koelvermogen",), families=("power",)
+    )
+    assert asked("hoeveel pompen staan er in de machinekamer") == Asked(count=("pompen", "staan"))
+    assert asked("density of the two liquid phases at 270 K").families == ("density",)
+    assert asked("95% confidence interval on the final test RMSE").families == ()
+    assert asked("inspection interval of the fire pumps").families == ("time",)

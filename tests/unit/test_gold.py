@@ -180,6 +180,8 @@ COURSE_SETS = {
     "course_dev_b.jsonl": (32, 14, 8, True),
     "dutch_dev_b.jsonl": (30, 30, 6, False),
     "english_dev_b.jsonl": (30, 0, 6, False),
+    "dutch_dev_c.jsonl": (30, 30, 6, False),
+    "english_dev_c.jsonl": (30, 0, 6, False),
 }
 
 

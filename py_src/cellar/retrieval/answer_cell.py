@@ -26,8 +26,10 @@ shown, the hits are reordered by what the question asks for (``intent``):
   tells no cell from another) scores most. For a value question only code cells with an output
   answer, and a code cell without one (imports, inputs) passes the markdown that introduced it on
   to the next, and a cell gains as its chunks hold the words the question opens on
-  (``NAMING_WEIGHT``) and as its output states a number of the kind the question asks, where
-  any output does (`rekentijd`, `how slow`: `2.61 s ± 192 ms per loop`); the answer cell's
+  (``NAMING_WEIGHT``) and as its output states a number of the kind the question asks
+  (`rekentijd`, `how slow`: `2.61 s ± 192 ms per loop`; `velocity in ft/min`: `3401.5 foot /
+  minute`); where some cell's output does, the answer is one of those cells, not the cell below
+  the problem statement that prints an intermediate ratio; the answer cell's
   output comes first (a table, a scalar, a printed stream: the best scored, else the first). For a locate question the answer cell's code or plot comes first;
 - ``figure``: a locate question whose opening words name a figure (`GZ curve plotted for the
   stability check`, `T-xy diagram for water and ethanol`, `validation curve of ... versus degree`):
@@ -191,6 +193,7 @@ def order_hits(
     allowed: Sequence[str] = (),
     naming: Mapping[int, float] | None = None,
     titled: Callable[[str], float] | None = None,
+    stating: frozenset[int] = frozenset(),
 ) -> list[tuple[int, float]]:
     """A notebook's candidate chunks (row, score), best first, in the order the hits show them.
 
@@ -201,13 +204,15 @@ def order_hits(
     filter lets through (all when empty); no other kind is ever returned. ``naming``: per cell,
     the share of the question's opening words it holds (``naming_shares``; a value question's).
     ``titled``: the share of the question that a section title holds (``title_share``; an
-    explanation's sections open with the paragraph that defines, ``opening_first``)."""
+    explanation's sections open with the paragraph that defines, ``opening_first``).
+    ``stating``: the cells whose outputs state a number of the kind a value question asks
+    (``stating_rows``); when any computing cell is one, the answer cell is."""
     chunks = list(chunks)
     if asks == "explain" and titled is not None:
         return opening_first(chunks, records, start, titled)
     if asks == "explain" or not chunks:
         return chunks
-    first = _answer_chunk(chunks, records, start, asks, tuple(allowed), naming or {})
+    first = _answer_chunk(chunks, records, start, asks, tuple(allowed), naming or {}, stating)
     if first is None:
         return diverse(chunks, kinds)
     rest = [chunk for chunk in chunks if chunk[0] != first[0]]
@@ -221,6 +226,7 @@ def _answer_chunk(
     asks: str,
     allowed: tuple[str, ...],
     naming: Mapping[int, float],
+    stating: frozenset[int],
 ) -> tuple[int, float] | None:
     """The chunk that opens the hits: the answer cell's (see the module docstring), of a kind
     ``allowed`` (any when empty), or None when no computing cell has one."""
@@ -242,13 +248,16 @@ def _answer_chunk(
     answering = code_cells & {r["cell"] for r in records if r["kind"] in wanted}
     if asks == "figure" and not answering:
         answering = code_cells
+    # a value of the kind asked is stated by these cells' outputs; the others still take the
+    # markdown above them, so a problem statement does not pass on past its first output
+    candidates = answering & stating if asks == "value" and answering & stating else answering
     best: tuple[float, int] | None = None
     bonus = NAMING_WEIGHT * max(scores.values(), default=0.0)
     previous = min(cells, default=0)  # the notebook's first cell introduces the whole notebook
     for cell in sorted(answering - {None}):
         intro = max((markdown.get(c, 0.0) for c in range(previous + 1, cell)), default=0.0)
         previous = cell
-        if cell not in by_cell:
+        if cell not in by_cell or cell not in candidates:
             continue
         own = max(scores.get(start + i, 0.0) for i in by_cell[cell]) + bonus * naming.get(cell, 0.0)
         if own + intro > 0 and (best is None or own + intro > best[0]):

@@ -85,7 +85,7 @@ _MEASURE = re.compile(
     re.IGNORECASE,
 )
 _WHAT = re.compile(
-    r"\b(?:what|which|welke|wat\s+(?:is|zijn|was|waren)\s+(?:de|het))\s+(?:(?:is|are|was|were)\s+(?:the\s+|an?\s+)?)?"
+    r"\b(?:what|which|welke|welk|wat\s+(?:is|zijn|was|waren)\s+(?:de|het))\s+(?:(?:is|are|was|were)\s+(?:the\s+|an?\s+)?)?"
     r"((?:[\w-]+\s+){0,2}[\w-]+)",
     re.IGNORECASE,
 )
@@ -143,6 +143,9 @@ def asked(query: str) -> Asked:
         # "how many hours", "hoeveel uur": a unit counted is a measure of its kind
         if unit_word_families(counted[0]):
             return Asked(measure=True, attribute=counted[:1], families=tuple(sorted(unit_word_families(counted[0]))))
+        # "hoeveel koelvermogen", "hoeveel druk": Dutch asks how much of a quantity as it counts
+        if families_of_noun(counted[0]):
+            return Asked(measure=True, attribute=counted[:1], families=families_of_noun(counted[0]))
         return Asked(count=counted)
     named = [word for match in _WHAT.finditer(query) for word in match.group(1).casefold().split()]
     if not _ASKING_START.search(query):

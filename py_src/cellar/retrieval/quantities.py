@@ -9,6 +9,11 @@ deep`, `hoe zwaar`, `hoeveel uur`), and a text's measured numbers as the familie
 (``stated_families``: `172 bar` is a pressure, `36 hours` a time, `250 kVA` a power). A question
 whose kind is not known asks for no family (any measured number may answer it).
 
+Notebooks that compute with units print them as pint spells them (`3401.5 foot / minute`,
+`<Quantity(1.27, 'pound_force_per_square_inch')>`), and US worked examples in feet, psi, gpm and
+°F: both are read as the symbols of ``UNITS``, and a unit over another that no table names is of
+the family its parts make (``RATIOS``: `ft/min` a speed, `lb/ft3` a density).
+
 A unit symbol may belong to several families (`t` is a mass and, as in `a bollard pull of 60 t`,
 a force; `°` an angle or a temperature): a text states each family its units may mean. A number
 in words counts before a unit word (`every three months`, `five minutes`), since a question of
@@ -22,56 +27,61 @@ from collections.abc import Iterable
 
 # Unit symbols and words (casefolded), per family.
 UNITS: dict[str, tuple[str, ...]] = {
-    "pressure": ("bar", "mbar", "pa", "kpa", "mpa", "psi"),
-    "length": ("mm", "cm", "m", "km", "metres", "meters", "metre", "meter", "µm"),
-    "area": ("m2", "mm2", "cm2", "km2"),
-    "volume": ("m3", "l", "litres", "liters", "litre", "liter", "cm3"),
-    "flow": ("m3/h", "l/h", "l/min", "m3/s", "m3/min", "t/h", "kg/h", "kg/s", "l/s"),
-    "mass": ("kg", "t", "tonnes", "tonne", "tons", "ton", "g"),
-    "force": ("n", "kn", "mn", "t", "tonnes", "tonne", "tons", "ton"),
-    "torque": ("nm", "knm"),
-    "time": (
-        "s",
-        "ms",
-        "µs",
-        "ns",
-        "sec",
-        "seconds",
-        "second",
-        "min",
-        "minutes",
-        "minute",
-        "h",
-        "hours",
-        "hour",
-        "days",
-        "day",
-        "weeks",
-        "week",
-        "months",
-        "month",
-        "years",
-        "year",
-        "seconden",
-        "minuten",
-        "uur",
-        "dagen",
-        "weken",
-        "maand",
-        "maanden",
-        "jaar",
-    ),  # fmt: skip
-    "temperature": ("°c", "°", "degrees", "degree", "graden", "c", "k"),
-    "angle": ("°", "degrees", "degree", "graden", "rad"),
-    "voltage": ("v", "kv", "mv"),
-    "current": ("a", "ka", "ma"),
-    "power": ("w", "kw", "mw", "kva", "mva", "hp", "kvar"),
-    "frequency": ("hz", "khz", "rpm", "/min"),
-    "speed": ("m/s", "m/min", "knots", "knot", "kn", "km/h"),
-    "percentage": ("%", "percent", "procent", "pct"),
-    "energy": ("j", "kj", "mj", "kwh", "mwh"),
-    "resistance": ("ω", "mω", "kω", "ohm", "mohm"),
+    family: tuple(units.split())
+    for family, units in {
+        "pressure": "bar mbar pa kpa mpa psi psia psig atm torr mmhg inhg",
+        "length": "mm cm m km metres meters metre meter µm ft feet foot inch inches mi mile miles yd",
+        "area": "m2 mm2 cm2 km2 ft2 in2",
+        "volume": "m3 l litres liters litre liter cm3 gal gallons gallon ft3 bbl",
+        "flow": "m3/h l/h l/min m3/s m3/min t/h kg/h kg/s l/s gpm cfm scfm acfm mmscfd lb/h lb/s",
+        "mass": "kg t tonnes tonne tons ton g lb lbs lbm",
+        "force": "n kn mn t tonnes tonne tons ton lbf kgf",
+        "torque": "nm knm",
+        "density": "kg/m3 g/cm3 g/l kg/l lb/ft3",
+        "time": "s ms µs ns sec seconds second min minutes minute h hr hours hour days day weeks week months month "
+        "years year seconden minuten uur dagen weken maand maanden jaar",
+        "temperature": "°c ° degrees degree graden c k °f f degc degf °r degr",
+        "angle": "° degrees degree graden rad",
+        "voltage": "v kv mv",
+        "current": "a ka ma",
+        "power": "w kw mw kva mva hp kvar bhp btu/h",
+        "frequency": "hz khz rpm /min",
+        "speed": "m/s m/min knots knot kn km/h mph",
+        "percentage": "% percent procent pct",
+        "energy": "j kj mj kwh mwh btu kcal cal",
+        "resistance": "ω mω kω ohm mohm",
+    }.items()
 }
+# A unit over another that no table names (`ft/min`, `kg/min`, `mi/h`) is of the family its parts'
+# families make.
+RATIOS: dict[tuple[str, str], str] = {
+    ("length", "time"): "speed",
+    ("volume", "time"): "flow",
+    ("mass", "time"): "flow",
+    ("mass", "volume"): "density",
+    ("energy", "time"): "power",
+}
+# The units as pint prints them (`3401.5 foot / minute`, `<Quantity(1.27, 'pound_force_per_square_inch')>`,
+# `kilogram / meter ** 3`), read as the symbols above: engineering notebooks compute with units, and
+# a calculation's answer is often printed so.
+PINT_NAMES: dict[str, str] = {
+    "meter": "m", "metre": "m", "millimeter": "mm", "centimeter": "cm", "kilometer": "km", "micrometer": "µm",
+    "foot": "ft", "feet": "ft", "inch": "inch", "mile": "mi", "yard": "yd",
+    "square_meter": "m2", "square_foot": "ft2", "square_inch": "in2",
+    "liter": "l", "litre": "l", "gallon": "gal", "cubic_meter": "m3", "cubic_foot": "ft3", "barrel": "bbl",
+    "gram": "g", "kilogram": "kg", "pound": "lb", "tonne": "t", "metric_ton": "t",
+    "newton": "n", "kilonewton": "kN", "pound_force": "lbf", "kilogram_force": "kgf",
+    "second": "s", "millisecond": "ms", "microsecond": "µs", "minute": "min", "hour": "h", "day": "day",
+    "pascal": "pa", "kilopascal": "kpa", "megapascal": "mpa", "bar": "bar", "millibar": "mbar", "psi": "psi",
+    "pound_force_per_square_inch": "psi", "atmosphere": "atm", "standard_atmosphere": "atm", "torr": "torr",
+    "watt": "w", "kilowatt": "kw", "megawatt": "mw", "horsepower": "hp",
+    "joule": "j", "kilojoule": "kj", "megajoule": "mj", "kilowatt_hour": "kwh", "british_thermal_unit": "btu",
+    "calorie": "cal", "kilocalorie": "kcal",
+    "kelvin": "k", "degree_Celsius": "degc", "degree_Fahrenheit": "degf", "degree_Rankine": "degr",
+    "degC": "degc", "degF": "degf", "delta_degC": "degc", "delta_degF": "degf",
+    "hertz": "hz", "revolutions_per_minute": "rpm", "volt": "v", "ampere": "a", "ohm": "ohm",
+    "radian": "rad", "percent": "%",
+}  # fmt: skip
 # Nouns (English; Dutch also as the end of a compound: `werkdruk`, `noodstroomvermogen`) that name
 # a kind of quantity.
 NOUN_FAMILIES: dict[str, tuple[str, ...]] = {
@@ -102,6 +112,7 @@ NOUN_FAMILIES: dict[str, tuple[str, ...]] = {
     "percentage": ("percentage",), "wear": ("percentage", "length"), "slijtage": ("percentage", "length"),
     "energy": ("energy",), "energie": ("energy",),
     "resistance": ("resistance",), "weerstand": ("resistance",),
+    "density": ("density",), "dichtheid": ("density",),
 }  # fmt: skip
 # Asking words that name the kind themselves.
 _ASKING = (
@@ -124,6 +135,11 @@ _NUMBER_UNIT = re.compile(
 # A unit in brackets after a heading's name (`Motor current (A)`, `Vermogen [kW]`, `(m3/h)`).
 _HEADED_UNIT = re.compile(r"(?<=\w)\s*[(\[]\s*(%|°\s?c?|[a-zµ°Ωω]{1,5}\d?(?:/[a-z]{1,3}\d?)?)\s*[)\]]", re.I)
 _DIGIT = re.compile(r"\d")
+# A unit as pint spells it after a number, perhaps over another or to a power (`foot / minute`,
+# `meter ** 3 / hour`), or inside a Quantity's repr (`<Quantity(1.27, 'psi')>`).
+_UNIT_NAME = r"[A-Za-zµ°_]+(?:\s*\*\*\s*[23])?"
+_SPELLED_UNIT = re.compile(rf"(?<=\d)(?:\s+|,\s*')({_UNIT_NAME}(?:\s*/\s*{_UNIT_NAME})?)(?![\w/])")
+_POWER = re.compile(r"\s*\*\*\s*")
 # One letter in brackets is a unit only as a unit is written (`(A)`, `(m)`), not a list's `(a)`, `(c)`.
 _HEADED_LETTERS = frozenset("AVWNKJmshtgl%°")
 NUMBER_WORDS = frozenset(
@@ -158,6 +174,13 @@ def families_of_noun(word: str) -> tuple[str, ...]:
     for cut in range(max(1, len(word) - _LONGEST_TAIL), len(word) - 3):
         if word[cut:] in _DUTCH_TAILS:
             return NOUN_FAMILIES[word[cut:]]
+    # a change of a quantity is of its kind: `drukval`, `drukverlies`, `spanningsval`, `temperatuurstijging`
+    change = next((tail for tail in _CHANGES if word.endswith(tail)), None)
+    if change:
+        head = word[: -len(change)]
+        head = head[:-1] if head.endswith("s") and head[:-1] in _DUTCH_TAILS else head
+        if head in _DUTCH_TAILS:
+            return NOUN_FAMILIES[head]
     return ()
 
 
@@ -165,9 +188,14 @@ def families_of_noun(word: str) -> tuple[str, ...]:
 _DUTCH_TAILS = frozenset(
     "druk lengte breedte hoogte diepte diepgang dikte afstand speling oppervlakte doorsnede inhoud capaciteit debiet "
     "verbruik gewicht massa belasting kracht koppel tijd duur periode temperatuur hoek spanning stroom vermogen "
-    "frequentie toerental snelheid wind slijtage energie weerstand".split()
+    "frequentie toerental snelheid wind slijtage energie weerstand dichtheid".split()
 )
 _LONGEST_TAIL = max(map(len, _DUTCH_TAILS))
+# The Dutch nouns of a change that end a compound whose first part names the quantity changed.
+_CHANGES = ("verlies", "verschil", "daling", "stijging", "toename", "afname", "sprong", "stoot", "val")
+# The words that make a statistic of the noun after them: a confidence or prediction interval is
+# no period of time.
+STATISTICS = frozenset("confidence prediction credible tolerance".split())
 
 
 def asked_families(query: str, nouns: Iterable[str]) -> tuple[str, ...]:
@@ -192,7 +220,11 @@ def asked_families(query: str, nouns: Iterable[str]) -> tuple[str, ...]:
 
 
 def _named(nouns: Iterable[str]) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(family for noun in nouns for family in families_of_noun(noun) or symbol_families(noun)))
+    nouns = list(nouns)
+    measures = [noun for before, noun in zip(["", *nouns], nouns) if before not in STATISTICS]
+    return tuple(
+        dict.fromkeys(family for noun in measures for family in families_of_noun(noun) or symbol_families(noun))
+    )
 
 
 def symbol_families(word: str) -> tuple[str, ...]:
@@ -214,13 +246,14 @@ def stated_families(text: str) -> frozenset[str]:
     or a number in words before a unit word (`every three months`); a period stated without a
     number (`tested every week`, `jaarlijks`) is a time; and a table or listing with numbers states
     the families of the units its headings name in brackets (`Motor current (A)`, `P [kW]`)."""
+    text = _SPELLED_UNIT.sub(_as_symbols, text)
     found: set[str] = set()
     headed = (
         [u for u in _HEADED_UNIT.findall(text) if len(u) > 1 or u in _HEADED_LETTERS] if _DIGIT.search(text) else []
     )
     for unit in [*_NUMBER_UNIT.findall(text), *headed]:
         unit = unit.replace(" ", "")
-        found |= _AS_WRITTEN.get(unit) or _FAMILIES_OF.get(unit.casefold(), frozenset())
+        found |= _AS_WRITTEN.get(unit) or _FAMILIES_OF.get(unit.casefold()) or _ratio_families(unit.casefold())
     words = _WORD.findall(text.casefold())
     for word, after in zip(words, words[1:]):
         if word in NUMBER_WORDS and not _is_symbol(after):
@@ -230,6 +263,26 @@ def stated_families(text: str) -> frozenset[str]:
     if PERIOD_WORDS.intersection(words):
         found.add("time")
     return frozenset(found)
+
+
+def _as_symbols(match: re.Match[str]) -> str:
+    """A unit as pint spells it, in the symbols ``UNITS`` knows: `foot / minute` -> `ft/min`,
+    `pound_force_per_square_inch` -> `psi`, `kilogram / meter ** 3` -> `kg/m3`."""
+    return " " + "/".join(_symbol(_POWER.sub("", part.strip())) for part in match.group(1).split("/"))
+
+
+def _symbol(name: str) -> str:
+    """A unit's name, perhaps with its power (`meter3`), as its symbol (`m3`)."""
+    base = name.rstrip("23")
+    return PINT_NAMES.get(base, base) + name[len(base) :]
+
+
+def _ratio_families(unit: str) -> frozenset[str]:
+    """The families of a unit over another that no table names (`ft/min` a speed, `lb/ft3` a
+    density), from its parts' families (``RATIOS``)."""
+    over, _, under = unit.partition("/")
+    pairs = [(a, b) for a in _FAMILIES_OF.get(over, ()) for b in _FAMILIES_OF.get(under, ())]
+    return frozenset(RATIOS[pair] for pair in pairs if pair in RATIOS)
 
 
 def _is_symbol(unit: str) -> bool:

@@ -573,12 +573,16 @@ class Searcher:
         holding = [
             np.concatenate([rows_within(self.source.postings(t), start, entry["end"]) for t in ts]) for ts in named
         ]
+        stating: frozenset[int] = frozenset()
         if asks == "value" and document is not None and document[0].families and not blocks:
-            # and the kind it asks, where some output states one (else it tells no cell apart)
-            stating = stating_rows(records, start, document[0].families)
-            holding += [stating] if len(stating) else []
+            # the outputs that state a number of the kind asked: evidence as an opening word is
+            # (a cell no ranker returned may answer), and where some cell has one, the answer is
+            # among those cells (`ft/min` asked: not the cell above that prints a ratio)
+            rows_stating = stating_rows(records, start, document[0].families)
+            holding += [rows_stating] if len(rows_stating) else []
+            stating = frozenset(records[row - start]["cell"] for row in rows_stating)
         shares = naming_shares(holding, records, start) if holding else None
-        ordered = order_hits(rows, records, start, kind_of, asks, kinds, shares, None if blocks else titled)
+        ordered = order_hits(rows, records, start, kind_of, asks, kinds, shares, None if blocks else titled, stating)
         for row, chunk_score in ordered[:HITS_PER_NOTEBOOK]:
             record = records[row - start]
             hit: Hit = {
