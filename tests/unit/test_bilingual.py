@@ -567,6 +567,27 @@ def test_the_technical_table_reads_the_words_of_a_plotting_and_python_course():
     }
 
 
+def test_the_technical_table_reads_the_words_of_physics_and_numerics():
+    """A fifth list written from the trade (benchmarks/gold/dutch_words_e.tsv): FreeDict reads
+    them as everyday words (slinger: garland; dempen: fill; gevoelig: delicate), cuts them into
+    wrong parts (perslucht: persian air; veerconstante: aunt) or lacks them (isotherm, oneindig)."""
+    words = ["slinger", "gedempte", "ondergedempt", "perslucht", "waterslag", "veerconstante", "isotherme"]
+    words += ["oneindige", "gevoelig", "procentuele", "afbreekfout"]
+    assert first_senses(words) == {
+        "slinger": "pendulum",
+        "gedempte": "damp",  # dempen: the participle's verb
+        "ondergedempt": "underdamped",
+        "perslucht": "compressed air",
+        "waterslag": "water hammer",
+        "veerconstante": "spring constant",
+        "isotherme": "isothermal",
+        "oneindige": "infinite",
+        "gevoelig": "sensitive",
+        "procentuele": "percentage",
+        "afbreekfout": "truncation error",
+    }
+
+
 def chunk(kind: str, text: str) -> dict:
     return {"kind": kind, "text": text, "meta": {}}
 
