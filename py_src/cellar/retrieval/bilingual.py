@@ -536,13 +536,16 @@ def question_translator(analyzer: Analyzer, vocabulary: Iterable[str]) -> Transl
 def read_in_english(query: str, analyzer: Analyzer, translator: Translator) -> Reading:
     """The English reading of ``query`` (``Reading``) when it is Dutch: the analyser reads it so
     (its stop words are Dutch alone) or, for one whose stop words tell nothing (keywords:
-    ``ballasttanks inhoud``, ``GZ-kromme vrachtschip``), the table translates at least half its
-    words (a word the English vocabulary holds whole is no Dutch word); empty for any other."""
+    ``ballasttanks inhoud``, ``GZ-kromme vrachtschip``), the table translates at least half of
+    its words that the English vocabulary lacks (a word it holds whole, `water`, `turbine`,
+    `energy`, is of neither language: a Dutch engineer's keywords mix the two, `standaardafwijking
+    turbine ideal energy onzekerheid windpark`); empty for any other."""
     language = analyzer.query_language(query)
     if language == "english":
         return Reading()
     reading = english_reading(query, analyzer, translator)
-    if language is None and 2 * len(reading.held_by or ()) < len(_content_words(query, analyzer, translator)):
+    held = len(reading.held_by or ())
+    if language is None and (not held or 2 * held < len(_content_words(query, analyzer, translator))):
         return Reading()
     reading = _with_english_words(query, reading, analyzer, translator) if reading.held_by else reading
     return _with_every_stem(query, reading, analyzer) if language is None and reading.held_by else reading
@@ -591,10 +594,12 @@ def _with_english_words(query: str, reading: Reading, analyzer: Analyzer, transl
 
 
 def _content_words(text: str, analyzer: Analyzer, translator: Translator) -> set[str]:
-    """The Dutch analyser's terms of ``text``'s words (letters only, no stop word): what
-    ``Reading.held_by`` counts when each is translated."""
+    """The Dutch analyser's terms of ``text``'s words (letters only, no stop word, none the
+    English vocabulary holds whole): what ``Reading.held_by`` counts when each is translated."""
     kept = [
-        word for word in _words(text, analyzer) if _WORD.fullmatch(_fold(word)) and _fold(word) not in translator.stop
+        word
+        for word in _words(text, analyzer)
+        if _WORD.fullmatch(_fold(word)) and _fold(word) not in translator.stop and _fold(word) not in translator.english
     ]
     return {term for word in kept for term in analyzer.language_terms(word, "dutch")}
 
