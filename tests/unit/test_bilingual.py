@@ -594,6 +594,22 @@ def test_the_technical_table_reads_the_words_of_physics_and_numerics():
     }
 
 
+def test_the_technical_table_reads_process_engineering_wind_energy_and_machine_learning():
+    """A sixth list (benchmarks/gold/dutch_words_f.tsv): a compound in -constante was read as
+    cons + tante (aunt); a nacelle, a hub height, a reboiler and an embedding were not read."""
+    words = ["evenwichtsconstante", "gondel", "ashoogte", "herkoker", "inbedding"]
+    words += ["classificeerder", "terugpropagatie"]
+    assert first_senses(words) == {
+        "evenwichtsconstante": "equilibrium constant",
+        "gondel": "nacelle",
+        "ashoogte": "hub height",
+        "herkoker": "reboiler",
+        "inbedding": "embedding",
+        "classificeerder": "classifier",
+        "terugpropagatie": "backpropagation",
+    }
+
+
 def chunk(kind: str, text: str) -> dict:
     return {"kind": kind, "text": text, "meta": {}}
 
