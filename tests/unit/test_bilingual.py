@@ -610,6 +610,21 @@ def test_the_technical_table_reads_process_engineering_wind_energy_and_machine_l
     }
 
 
+def test_the_technical_table_reads_trees_as_trees():
+    """A Dutch keyword set written blind (benchmarks/gold/dutch_dev_d.jsonl): `aantal bomen` of a
+    gradient-boosted ensemble read as bombs, `boom` as the English word, `onafhankelijke
+    steekproeven` as absolute samples, and `langjarige` not at all."""
+    words = ["bomen", "boom", "onafhankelijke", "langjarige", "windvaan", "ternair"]
+    assert first_senses(words) == {
+        "bomen": "trees",
+        "boom": "tree",
+        "onafhankelijke": "independent",
+        "langjarige": "long term",
+        "windvaan": "wind vane",
+        "ternair": "ternary",
+    }
+
+
 def chunk(kind: str, text: str) -> dict:
     return {"kind": kind, "text": text, "meta": {}}
 

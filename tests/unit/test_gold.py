@@ -182,6 +182,8 @@ COURSE_SETS = {
     "english_dev_b.jsonl": (30, 0, 6, False),
     "dutch_dev_c.jsonl": (30, 30, 6, False),
     "english_dev_c.jsonl": (30, 0, 6, False),
+    "dutch_dev_d.jsonl": (30, 30, 6, False),
+    "english_dev_d.jsonl": (30, 0, 6, False),
 }
 
 
