@@ -547,8 +547,10 @@ def read_in_english(query: str, analyzer: Analyzer, translator: Translator) -> R
     held = len(reading.held_by or ())
     if language is None and (not held or 2 * held < len(_content_words(query, analyzer, translator))):
         return Reading()
-    reading = _with_english_words(query, reading, analyzer, translator) if reading.held_by else reading
-    return _with_every_stem(query, reading, analyzer) if language is None and reading.held_by else reading
+    if not held:  # a Dutch sentence with no word the table reads
+        return reading
+    reading = _with_english_words(query, reading, analyzer, translator)
+    return _with_every_stem(query, reading, analyzer) if language is None else reading
 
 
 def _with_every_stem(query: str, reading: Reading, analyzer: Analyzer) -> Reading:

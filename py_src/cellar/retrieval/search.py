@@ -575,9 +575,9 @@ class Searcher:
         ]
         stating: frozenset[int] = frozenset()
         if asks == "value" and document is not None and document[0].families and not blocks:
-            # the outputs that state a number of the kind asked: evidence as an opening word is
-            # (a cell no ranker returned may answer), and where some cell has one, the answer is
-            # among those cells (`ft/min` asked: not the cell above that prints a ratio)
+            # the outputs that state a number of the kind asked count as an opening word held (a
+            # cell no ranker returned may answer), and where some cell has one, the answer is one
+            # of those cells (`ft/min` asked: not the cell above that prints a ratio)
             rows_stating = stating_rows(records, start, document[0].families)
             holding += [rows_stating] if len(rows_stating) else []
             stating = frozenset(records[row - start]["cell"] for row in rows_stating)
