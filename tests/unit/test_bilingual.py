@@ -610,6 +610,25 @@ def test_the_technical_table_reads_process_engineering_wind_energy_and_machine_l
     }
 
 
+def test_the_technical_table_reads_ships_switchgear_structures_and_control():
+    """A seventh list (benchmarks/gold/dutch_words_g.tsv): a relay, a heel, pore pressure and a
+    pumping station were not read, a control loop was a halo circle, `gemaal` a husband and
+    `kwel` a fountain; a new part reads the compounds built on it (beveiligings + relais)."""
+    words = ["beveiligingsrelais", "krengingshoek", "wateroverspanning", "gemaal", "kwel"]
+    words += ["regelkring", "stapresponsie", "rekstrookjes", "stroombelastbaarheid"]
+    assert first_senses(words) == {
+        "beveiligingsrelais": "protection relay",
+        "krengingshoek": "heel angle",
+        "wateroverspanning": "excess pore pressure",
+        "gemaal": "pumping station",
+        "kwel": "seepage",
+        "regelkring": "control loop",
+        "stapresponsie": "step response",
+        "rekstrookjes": "strain gauges",
+        "stroombelastbaarheid": "current capacity",
+    }
+
+
 def test_the_technical_table_reads_trees_as_trees():
     """A Dutch keyword set written blind (benchmarks/gold/dutch_dev_d.jsonl): `aantal bomen` of a
     gradient-boosted ensemble read as bombs, `boom` as the English word, `onafhankelijke
