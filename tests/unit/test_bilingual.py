@@ -10,6 +10,7 @@ import pytest
 from cellar.retrieval.analysis import Analyzer
 from cellar.retrieval.bilingual import (
     Translator,
+    _fold,
     build_table,
     english_reading,
     load_table,
@@ -471,6 +472,13 @@ def test_the_technical_table_gives_a_words_engineering_sense_and_names_a_compoun
         load_table(str(folder))
 
 
+def test_every_headword_is_written_as_a_word_is_looked_up():
+    """A question's word is looked up folded (`coëfficiënt` as coefficient, `Pomp` as pomp): a
+    headword written with its diaeresis or a capital would never be found."""
+    for table in (load_table(), technical_table()):
+        assert [word for word in table if _fold(word) != word] == []
+
+
 def first_senses(words: list[str]) -> dict[str, str]:
     """Each word as the translator a search uses reads it: its parts' first senses, head last."""
     translator = question_translator(Analyzer(), default_model().tokenizer.vocab)
@@ -626,6 +634,26 @@ def test_the_technical_table_reads_ships_switchgear_structures_and_control():
         "stapresponsie": "step response",
         "rekstrookjes": "strain gauges",
         "stroombelastbaarheid": "current capacity",
+    }
+
+
+def test_the_technical_table_reads_the_words_of_programming_and_data_analysis_courses():
+    """An eighth list (benchmarks/gold/dutch_words_h.tsv): `geneste` was read as gene, `witruimte`
+    as a place, `frequentiedomein` as mein, and `kwantielen`, `gecorreleerd` and `aangeroepen`
+    (called; FreeDict: fame) were not read or read wrong."""
+    words = ["retourwaarde", "geneste", "witruimte", "bestandsnamen", "kwantielen", "gecorreleerd"]
+    words += ["tweezijdige", "frequentiedomein", "aangeroepen", "differentiaalquotiënt"]
+    assert first_senses(words) == {
+        "retourwaarde": "return value",
+        "geneste": "nested",
+        "witruimte": "whitespace",
+        "bestandsnamen": "filenames",
+        "kwantielen": "quantiles",
+        "gecorreleerd": "correlated",
+        "tweezijdige": "two sided",
+        "frequentiedomein": "frequency domain",
+        "aangeroepen": "called",
+        "differentiaalquotiënt": "derivative",  # a headword with a diaeresis is looked up folded
     }
 
 
