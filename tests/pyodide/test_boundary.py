@@ -24,6 +24,8 @@ import json
 import os
 import re
 import secrets
+import shutil
+import signal
 import socket
 import socketserver
 import subprocess
@@ -465,7 +467,7 @@ def worker(site, target) -> batch.Worker:
 def test_the_boundary_holds_on_this_machine():
     """CI runs as root: the permission model, the namespaces and the memory cap must be there."""
     held = confinement()
-    assert held.permission and held.unshare and held.prlimit, held.describe()
+    assert held.permission and held.unshare and held.prlimit and held.tethered, held.describe()
 
 
 def test_a_mapped_file_still_reads(worker, target):
@@ -539,3 +541,89 @@ def test_the_probes_escape_an_unconfined_worker(site, target, monkeypatch):
             target.listeners.arrivals.clear()
     finally:
         worker.close()
+
+
+# A host that starts a confined Node process that would run for ever, prints its pid and waits.
+HOST = """
+import json, subprocess, sys
+from dataclasses import replace
+from cellar.rerender.pyodide_host import NODE_ENV, confinement
+held = confinement() if sys.argv[2] == "tethered" else replace(confinement(), tethered=())
+command = held.command([sys.argv[1], "-e", "setInterval(() => {}, 1000)"], [], 2**30)
+print(subprocess.Popen(command, env=NODE_ENV, start_new_session=True).pid, flush=True)
+sys.stdin.read()
+"""
+
+
+def _descendants(pid: int) -> set[int]:
+    """`pid` and every process below it, from /proc (a PID namespace's processes are seen there)."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+            parents[int(entry)] = int(fields[1])
+        except (ValueError, OSError):  # not a process, or one that ended meanwhile
+            continue
+    found, frontier = {pid}, [pid]
+    while frontier:
+        children = [child for child, parent in parents.items() if parent in frontier]
+        frontier = [child for child in children if child not in found]
+        found.update(frontier)
+    return found
+
+
+def _node_running_below(pid: int, seconds: float = 30.0) -> set[int]:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        processes = _descendants(pid)
+        for process in processes:
+            try:
+                with open(f"/proc/{process}/comm") as handle:
+                    if handle.read().strip() == "node":
+                        return processes
+            except OSError:
+                continue
+        time.sleep(0.1)
+    raise AssertionError(f"no Node process started below {pid}")
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has ended
+    except OSError:
+        return False
+
+
+def _alive(pids: set[int], seconds: float) -> set[int]:
+    """Which of `pids` still run after up to `seconds`."""
+    deadline = time.monotonic() + seconds
+    while (left := set(filter(_running, pids))) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left
+
+
+@pytest.mark.parametrize("tether", ["tethered", "untethered"])
+def test_a_worker_ends_with_its_host(tether):
+    """A host killed by a signal runs no clean-up (`timeout` stopping `cellar rerender`, an OOM
+    kill), and Node, the first process of its PID namespace, ignores a plain SIGTERM: the operating
+    system must end the worker with its host (`setpriv --pdeathsig`). The control: without the
+    tether, the same worker runs on after its host is gone, so this test can fail."""
+    if not confinement().tethered:
+        pytest.skip(confinement().describe())
+    node = shutil.which("node") or "node"
+    host = subprocess.Popen(
+        [sys.executable, "-c", HOST, node, tether], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    worker = int(host.stdout.readline())
+    processes = _node_running_below(worker)
+    host.kill()
+    host.wait()
+    left = _alive(processes, 10.0)
+    for pid in left:  # the control's orphans
+        os.kill(pid, signal.SIGKILL)
+    if tether == "tethered":
+        assert left == set(), f"processes {sorted(left)} outlived their host"
+    else:
+        assert left, "an untethered worker ended with its host: the tethered case shows nothing"

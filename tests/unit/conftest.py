@@ -6,8 +6,11 @@ stand-in"; a notebook whose code holds DIE_HERE ends the process, so the real ho
 notice the death; one that holds FORGE_HERE gets a reply that is no JSON text, MALFORMED_HERE a
 result that is no object, FORGE_AHEAD writes replies for the ids that follow its own, as a
 notebook may, ENDLESS_LINE writes one line that never ends, and FLOOD_OUTPUT writes 4 MB with
-terminal escapes to stderr and stray lines to stdout before it replies; a `fail` file beside it
-makes it fail to start (a file, not a variable: the worker's environment is scrubbed).
+terminal escapes to stderr and stray lines to stdout before it replies, DEEP_LINE writes a
+reply line nested 200,000 deep before its reply, DEEP_RESULT answers with a result nested
+100,000 deep and NESTED_RESULT with a well-formed one whose output nests 500 deep; a `fail`
+file beside it makes it fail to start (a file, not a variable: the worker's environment is
+scrubbed).
 """
 
 from __future__ import annotations
@@ -51,10 +54,18 @@ for line in sys.stdin:
         forged = json.dumps(json.dumps({{"cells": [], "stopped": "FORGED", "seconds": 0.0}}))
         for guess in range(request["id"] + 1, request["id"] + 20):
             reply({{"id": guess, "ok": True, "value": forged}})
+    if "DEEP_LINE" in request["code"]:  # json.loads hits its recursion limit on it
+        sys.stdout.write(MARK + "[" * 200000 + "\\n")
     value = None
     if "run_request" in request["code"]:
         result = 5 if "MALFORMED_HERE" in request["code"] else {{"cells": [], "stopped": "not run by the stand-in", "seconds": 0.0}}
-        value = json.dumps(result)
+        if "NESTED_RESULT" in request["code"]:
+            nested = 0
+            for _ in range(500):
+                nested = [nested]
+            output = {{"output_type": "display_data", "data": {{"application/json": nested}}, "metadata": {{}}}}
+            result = {{"cells": [{{"execution_count": 1, "outputs": [output]}}], "stopped": None, "seconds": 0.0}}
+        value = "[" * 100000 + "]" * 100000 if "DEEP_RESULT" in request["code"] else json.dumps(result)
     reply({{"id": request["id"], "ok": True, "value": json.dumps(value)}})
     if "FORGE_AHEAD" in request["code"]:
         for guess in range(request["id"] + 1, request["id"] + 20):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 import io
 import json
+import re
+import time
 
 import pytest
 
@@ -145,6 +147,25 @@ def test_archive_sanitizers_are_applied_and_bad_ones_refused():
     )
     with pytest.raises(ValueError, match="not a valid regex"):
         compare.compile_sanitizers([["(", ""]])
+    with pytest.raises(ValueError, match=r"the replacement '\\\\1' of sanitizer 'run' is not valid"):
+        compare.compile_sanitizers([["run", "\\1"]])
+
+
+def test_a_sanitizer_that_backtracks_without_end_makes_the_notebook_stale_not_the_host_hang(monkeypatch):
+    """An archive's own pattern (and an output built to make one backtrack) must not hold the
+    host: the `regex` engine's time limit stops it, and the comparison fails naming the pattern
+    (`cellar rerender` then reports that notebook stale and goes on). The control: `re`, the
+    engine the tab uses, is still at it when the same budget has long run out."""
+    monkeypatch.setattr(compare, "SANITIZE_SECONDS", 0.2)
+    saved, fresh = notebook([stream("a" * 34 + "!\n")]), notebook([stream("a" * 34 + "?\n")])
+    started = time.monotonic()
+    with pytest.raises(ValueError, match=r"more than 0.2 s \(sanitizer '\^\(a\|aa\)\+\$'"):
+        compare.compare_notebooks(saved, fresh, compare.compile_sanitizers([[r"^(a|aa)+$", "A"]]))
+    assert time.monotonic() - started < 5
+    backtracking = re.compile(r"^(a|aa)+$")
+    started = time.monotonic()
+    backtracking.sub("A", "a" * 34 + "!")
+    assert time.monotonic() - started > 0.2, "re no longer backtracks here: the case shows nothing"
 
 
 def test_images_same_when_identical_or_rendered_a_pixel_apart():

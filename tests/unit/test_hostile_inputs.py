@@ -26,7 +26,7 @@ from cellar.ingest.chunking import chunk_file
 from cellar.ingest.discovery import FileRefused, find_documents, read_document
 from cellar.ingest.documents.extract import extract
 from cellar.ingest.notebook import NotebookError, NotebookWarning, read_notebook
-from cellar.rerender import vfs
+from cellar.rerender import batch, vfs
 from cellar.rerender.batch import find_notebooks
 from cellar.rerender.environment import imported_modules
 from cellar.retrieval.embedding import default_model_dir, load_model
@@ -458,7 +458,7 @@ def test_archive_settings_nested_too_deeply_are_errors_naming_the_file(archive, 
         vfs.load_pathmap(archive / "pathmap.json")
     (archive / "rerender.json").write_text('{"a": ' + DEEP + "}")
     with pytest.raises(ValueError, match=f"{archive / 'rerender.json'}: maximum recursion"):
-        Settings.load(archive)
+        Settings.from_json(batch.archive_text(archive, "rerender.json") or "", str(archive / "rerender.json"))
     with pytest.raises(ValueError, match="gold.jsonl:2: not a gold question"):
         read_gold(['{"query": "q", "expect": []}', DEEP], "gold.jsonl")
     (archive / "pathmap.json").unlink()

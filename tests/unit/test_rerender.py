@@ -26,18 +26,15 @@ FUEL = "2019/19-063 Fuel/fuel_consumption_19063.ipynb"
 DIEPGANG = "2022/22-031 Diepgang/diepgang_meting_22031.ipynb"
 
 
-def test_requirements_are_read_with_hashes_and_bad_lines_named(tmp_path):
-    good = tmp_path / "requirements.txt"
-    good.write_text("# pinned\nNumPy==2.0.2\npython_ternary==1.0.8 --hash=sha256:" + "a" * 64 + "\n\nCoolProp\n")
-    assert [(r.name, r.version, len(r.hashes)) for r in environment.read_requirements(good)] == [
+def test_requirements_are_read_with_hashes_and_bad_lines_named():
+    good = "# pinned\nNumPy==2.0.2\npython_ternary==1.0.8 --hash=sha256:" + "a" * 64 + "\n\nCoolProp\n"
+    assert [(r.name, r.version, len(r.hashes)) for r in environment.parse_requirements(good)] == [
         ("numpy", "2.0.2", 0),
         ("python-ternary", "1.0.8", 1),
         ("coolprop", None, 0),
     ]
-    bad = tmp_path / "bad.txt"
-    bad.write_text("numpy==2.0.2\n-e ../src\n")
     with pytest.raises(environment.RequirementsError, match=r"bad.txt:2: not a requirement"):
-        environment.read_requirements(bad)
+        environment.parse_requirements("numpy==2.0.2\n-e ../src\n", "bad.txt")
 
 
 def test_requirements_resolve_to_runtime_builds_cached_wheels_or_a_reason(site, tmp_path):
@@ -46,14 +43,13 @@ def test_requirements_resolve_to_runtime_builds_cached_wheels_or_a_reason(site, 
     wheel = next((site / "wheels").glob("snowballstemmer-*.whl"))
     shutil.copy(wheel, cache)
     digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
-    requirements = tmp_path / "requirements.txt"
-    requirements.write_text(f"numpy==2.0.2\npandas\nscipy==1.0.0\nsnowballstemmer==3.1.1 --hash=sha256:{digest}\n")
-    env = environment.resolve_environment(environment.read_requirements(requirements), site / "pyodide", cache)
+    requirements = f"numpy==2.0.2\npandas\nscipy==1.0.0\nsnowballstemmer==3.1.1 --hash=sha256:{digest}\n"
+    env = environment.resolve_environment(environment.parse_requirements(requirements), site / "pyodide", cache)
     assert env.packages == ["ipython", "matplotlib", "pandas", "numpy"]
     assert [(w.name, w.sha256) for w in env.wheels] == [("snowballstemmer", digest)]
     assert env.unavailable == {"scipy": "pinned 1.0.0, but the Pyodide runtime ships 1.14.1"}
-    requirements.write_text(f"snowballstemmer==3.1.1 --hash=sha256:{'0' * 64}\n")
-    env = environment.resolve_environment(environment.read_requirements(requirements), site / "pyodide", cache)
+    requirements = f"snowballstemmer==3.1.1 --hash=sha256:{'0' * 64}\n"
+    env = environment.resolve_environment(environment.parse_requirements(requirements), site / "pyodide", cache)
     assert "which the requirement's --hash values do not list" in env.unavailable["snowballstemmer"]
 
 
@@ -230,14 +226,26 @@ def test_a_bad_rerender_json_is_named():
 
     with pytest.raises(ValueError, match=r"^archive/rerender.json: .*cell_limit"):
         Settings.from_json('{"cell_limit": 5}', "archive/rerender.json")
-    with pytest.raises(ValueError, match="not a valid regex"):
-        Settings.from_json('{"sanitizers": [["(", ""]]}')
-    for memory in ('"2G"', "512", "1.5e3", "true"):  # less than 1,024 MB leaves a notebook next to nothing
+    with pytest.raises(ValueError, match=r"^archive/rerender.json: sanitizer '\(' is not a valid regex"):
+        Settings.from_json('{"sanitizers": [["(", ""]]}', "archive/rerender.json")
+    # a replacement that names a group the regex lacks fails when the file is read, not mid-batch
+    with pytest.raises(ValueError, match=r"replacement '\\\\9' of sanitizer 'GOODSUM' is not valid"):
+        Settings.from_json(r'{"sanitizers": [["GOODSUM", "\\9"]]}')
+    # less than 1,024 MB leaves a notebook next to nothing; more than 4,096 a 32-bit Python cannot use
+    for memory in ('"2G"', "512", "1.5e3", "true", "16384"):
         with pytest.raises(
-            ValueError, match=r"^archive/rerender.json: memory_mb is a whole number of MB, 1024 or more"
+            ValueError, match=r"^archive/rerender.json: memory_mb is a whole number of MB from 1024 to 4096"
         ):
             Settings.from_json(f'{{"memory_mb": {memory}}}', "archive/rerender.json")
     assert Settings.from_json('{"memory_mb": 4096}').memory_mb == 4096
+    # an archive's time limits hold a worker: finite, above 0, at most an hour (json reads
+    # Infinity and NaN)
+    for limit in ("Infinity", "NaN", "1e6", "0", "-5", '"60"', "true", "null"):
+        with pytest.raises(ValueError, match=r"^r.json: notebook_timeout is a number of seconds above 0 and at most"):
+            Settings.from_json(f'{{"notebook_timeout": {limit}}}', "r.json")
+    assert Settings.from_json('{"cell_timeout": 0.5, "notebook_timeout": 3600}').notebook_timeout == 3600
+    with pytest.raises(ValueError, match=r"^r.json: clock is an ISO 8601 time .*'yesterday'"):
+        Settings.from_json('{"clock": "yesterday"}', "r.json")
 
 
 def test_a_notebook_newer_than_cellar_knows_keeps_its_version_and_cell_types():

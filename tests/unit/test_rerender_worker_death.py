@@ -81,6 +81,28 @@ def test_a_forged_or_malformed_reply_makes_its_notebook_stale_and_forges_nothing
     assert report["worker_deaths"] == 0
 
 
+def test_a_reply_or_result_nested_too_deep_makes_its_notebook_stale_not_the_batch_fail(tmp_path, stand_in_site):
+    """A notebook can write a reply line, or forge its sandbox's result, nested so deep that
+    json stops with a RecursionError (not a ValueError): the line is no reply, the result makes
+    that notebook stale, and so does a well-formed result nested deeper than any output is; the
+    batch goes on and writes its report."""
+    archive, out = tmp_path / "archive", tmp_path / "out"
+    archive.mkdir()
+    sources = {"a": "x = 1", "b": "DEEP_LINE = 1", "c": "DEEP_RESULT = 1", "d": "NESTED_RESULT = 1", "e": "y = 2"}
+    for name, source in sources.items():
+        (archive / f"{name}.ipynb").write_text(notebook(source))
+    status = main(["rerender", str(archive), "--out", str(out), "--site", str(stand_in_site), "--workers", "1"])
+    assert status == 0
+    reasons = {entry["path"]: entry["reason"] for entry in json.loads((out / "report.json").read_text())["notebooks"]}
+    assert [reasons[name] for name in ("a.ipynb", "b.ipynb", "e.ipynb")] == ["not run by the stand-in"] * 3
+    assert reasons["c.ipynb"].startswith(
+        "the worker's reply cannot be trusted: the sandbox's result is not JSON (maximum recursion depth exceeded"
+    )
+    assert reasons["d.ipynb"].startswith(
+        "the worker's reply cannot be trusted: the sandbox's result is malformed (it nests more than 100 levels deep)"
+    )
+
+
 def test_a_line_without_end_is_cut_off_and_its_notebook_is_stale(tmp_path, stand_in_site):
     """Code run in a worker can write to its stdout without end (or a notebook's outputs can run
     to gigabytes): the host holds no more than MAX_REPLY of a line, ends that worker, and the

@@ -9,7 +9,8 @@ An archive is untrusted input. What is read and what is refused:
 - only regular files are read. A FIFO, socket or device (even named `x.ipynb`) is refused from
   its `lstat`, before anything opens it; the open itself is non-blocking and checked again.
 - a symbolic link is followed only when it resolves to a regular file inside the archive's root;
-  a link that leaves the archive (`-> /etc/passwd`), dangles or loops is refused and not opened.
+  a link that leaves the archive (`-> /etc/passwd`), dangles or loops is refused and not opened,
+  and so is a file whose folder is such a link (`blobs/sha256/87 -> /elsewhere`).
   Folders are walked without following links: a linked folder is listed and refused, so it is
   reported rather than silently missed.
 - a file over `MAX_FILE_BYTES` is refused unread.
@@ -130,6 +131,13 @@ def read_document(file_path: str | os.PathLike[str], root: str | os.PathLike[str
             what = "a symbolic link to "
         else:
             what = ""
+            # a folder on its way may be a link (the open below follows those)
+            folder = os.path.realpath(os.path.dirname(os.path.abspath(target)))
+            if not PurePath(folder).is_relative_to(os.path.realpath(root)):
+                raise FileRefused(
+                    path,
+                    f"a folder on its path is a symbolic link out of the archive (to {printable(folder)}): not followed",
+                )
     except OSError as error:
         raise FileRefused(path, _os_problem(error, "cannot read the file")) from None
     _check(path, info, what, limit)

@@ -57,6 +57,7 @@ from cellar.rerender.pyodide_host import (
     confinement,
 )
 from cellar.rerender.report import (
+    CONFIG_FILE,
     REPORT_FILE,
     Settings,
     check_result,
@@ -65,8 +66,10 @@ from cellar.rerender.report import (
     notebook_cwd,
     rerender_notebook,
 )
+from cellar.terminal import shown
 
 DEFAULT_CACHE = Path(os.environ.get("CELLAR_CACHE") or Path.home() / ".cache" / "cellar") / "wheels"
+REQUIREMENTS_FILE = "requirements.txt"
 HOST_MARGIN = 30.0  # seconds past the notebook's limit before the host gives up on a worker
 WORKER_DIED = "the Pyodide worker died"  # how a notebook's stale reason starts when its worker died
 FORGED = "the worker's reply cannot be trusted"  # ... when its reply was not the sandbox's result
@@ -89,10 +92,12 @@ def find_notebooks(archive: Path, skip: Path | None = None) -> list[Path]:
     )
 
 
-def load_blobs(archive: Path, pathmap: vfs.PathMap) -> dict[str, bytes]:
+def load_blobs(archive: Path, pathmap: vfs.PathMap, refused: list[str] | None = None) -> dict[str, bytes]:
     """Every blob the path map names, read (and hash-checked) from the archive's blob store.
 
-    A blob the store lacks is left out: a notebook that reads it gets the store's error there.
+    A blob the store lacks, or cannot use (its bytes do not hash to its id, it is a link out of
+    the archive, not a regular file), is left out: a notebook that reads it gets the store's error
+    there, and the others run. What was wrong with each unusable one is added to `refused`.
     """
     store = vfs.BlobStore(archive)
     blobs = {}
@@ -101,7 +106,24 @@ def load_blobs(archive: Path, pathmap: vfs.PathMap) -> dict[str, bytes]:
             blobs[blob_id] = store.read(blob_id)
         except vfs.BlobNotFound:
             continue
+        except vfs.BlobCorrupt as error:
+            if refused is not None:
+                refused.append(str(error))
     return blobs
+
+
+def archive_text(archive: Path, name: str) -> str | None:
+    """The text of the archive's own file `name` (rerender.json, pathmap.json, requirements.txt),
+    None when it has none. It is read as any file of the archive is (`read_document`): a link out
+    of the archive, a FIFO or a file over the size limit is a ValueError naming it, never read."""
+    path = archive / name
+    if not os.path.lexists(path):
+        return None
+    data = read_document(path, archive)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
 
 
 class Worker:
@@ -250,7 +272,7 @@ def _result(text: Any) -> dict[str, Any]:
         raise ValueError(f"the sandbox's result is not JSON text but {type(text).__name__}")
     try:
         result = json.loads(text)
-    except ValueError as error:
+    except (ValueError, RecursionError) as error:  # RecursionError: a forged result nested too deeply
         raise ValueError(f"the sandbox's result is not JSON ({error})") from None
     check_result(result)
     return cast(dict[str, Any], result)
@@ -384,12 +406,24 @@ def rerender(
     if archive.resolve() == out.resolve():
         raise ValueError(f"{out}: the output must not be the archive itself")
     started = time.monotonic()
-    settings = Settings.load(archive)
-    pathmap_file = archive / vfs.PATHMAP_FILE
-    pathmap = vfs.load_pathmap(pathmap_file) if pathmap_file.is_file() else vfs.PathMap.empty()
-    blobs = {blob_id: base64.b64encode(data).decode("ascii") for blob_id, data in load_blobs(archive, pathmap).items()}
-    requirements_file = archive / "requirements.txt"
-    requirements = environment.read_requirements(requirements_file) if requirements_file.is_file() else []
+    texts = {name: archive_text(archive, name) for name in (CONFIG_FILE, vfs.PATHMAP_FILE, REQUIREMENTS_FILE)}
+    config, mapping, listed = texts[CONFIG_FILE], texts[vfs.PATHMAP_FILE], texts[REQUIREMENTS_FILE]
+    settings = Settings.from_json(config, str(archive / CONFIG_FILE)) if config is not None else Settings()
+    pathmap = (
+        vfs.parse_pathmap(mapping.encode("utf-8"), str(archive / vfs.PATHMAP_FILE))
+        if mapping is not None
+        else vfs.PathMap.empty()
+    )
+    refused: list[str] = []
+    blobs = {
+        blob_id: base64.b64encode(data).decode("ascii")
+        for blob_id, data in load_blobs(archive, pathmap, refused).items()
+    }
+    for problem in refused:
+        print(f"cellar rerender: {shown(problem)}; the notebooks that read it fail there", file=sys.stderr)
+    requirements = (
+        environment.parse_requirements(listed, str(archive / REQUIREMENTS_FILE)) if listed is not None else []
+    )
     runtime, site_wheels = site_runtime(Path(site))
     env = environment.resolve_environment(requirements, runtime, Path(cache))
     limits = {**settings.limits(), "memory_mb": settings.memory_mb}  # a notebook's outcome may depend on each

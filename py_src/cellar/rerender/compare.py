@@ -21,7 +21,12 @@ Normalisation (nbval's rules, adapted):
   text/latex or application/json;
 - every text passes through the sanitisers: (regex, replacement) pairs, `DEFAULT_SANITIZERS`
   (memory addresses, timestamps, site-packages and interpreter paths, timings) plus any that the
-  archive adds in `rerender.json` (`{"sanitizers": [["regex", "replacement"], ...]}`).
+  archive adds in `rerender.json` (`{"sanitizers": [["regex", "replacement"], ...]}`). An
+  archive's pattern, and an output built to make one of ours backtrack, must not hold the host:
+  on the host the sanitisers run on the `regex` engine, whose matching a time limit stops, and
+  all of one comparison may take `SANITIZE_SECONDS` (past it the notebook is stale, the batch
+  goes on). In the tab, where Pyodide has no build of `regex`, they run on `re`, and the page's
+  time limit on the Re-render call ends the worker instead.
 
 Images: two outputs whose image is byte-identical are the same. Otherwise their sizes must agree
 within `SIZE_SLACK` pixels (a tight bounding box rounds differently between renderers), and then,
@@ -39,11 +44,17 @@ import difflib
 import io
 import re
 import struct
+import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from cellar.ingest.notebook import Notebook, Output
+
+try:  # the host's engine (see the module docstring)
+    import regex
+except ImportError:  # the tab's
+    regex = None
 
 DEFAULT_SANITIZERS: tuple[tuple[str, str], ...] = (
     (r"0x[0-9a-fA-F]{6,16}", "0xADDRESS"),
@@ -56,6 +67,9 @@ DEFAULT_SANITIZERS: tuple[tuple[str, str], ...] = (
     (r"(?m)^(?:CPU times|Wall time):.*\n?", ""),
     (r"(?m)^.*\d(?: ?[nµum]?s) ± .* per loop \(mean ± std\. dev\. of .*\n?", ""),
 )
+SANITIZE_SECONDS = 60.0  # what the sanitisers may take over all the outputs of one comparison
+# A compiled pattern (the `regex` engine's on the host, `re`'s in the tab) and its replacement
+Sanitizer = tuple[Any, str]
 RESULT_MIMES = ("text/plain", "text/html", "text/markdown", "text/latex", "application/json")
 IMAGE_TOLERANCE = 0.01  # share of thumbnail pixels that may differ
 PIXEL_THRESHOLD = 32  # grey levels (of 255) a thumbnail pixel must move to count
@@ -106,28 +120,50 @@ class _Normalised:
     error: bool = False
 
 
-def compile_sanitizers(extra: Sequence[Sequence[str]] = ()) -> tuple[tuple[re.Pattern[str], str], ...]:
-    """The default sanitisers followed by an archive's own `[regex, replacement]` pairs."""
+def compile_sanitizers(extra: Sequence[Sequence[str]] = ()) -> tuple[Sanitizer, ...]:
+    """The default sanitisers followed by an archive's own `[regex, replacement]` pairs, each
+    checked as `re` reads it (the tab's engine): a bad regex, or a replacement that names a group
+    the regex lacks, is a ValueError naming it, when the settings are read, not in mid-batch."""
     pairs = list(DEFAULT_SANITIZERS) + [tuple(pair) for pair in extra]
     compiled = []
     for pair in pairs:
-        if len(pair) != 2:
-            raise ValueError(f"a sanitizer is [regex, replacement], not {list(pair)!r}")
+        if len(pair) != 2 or not all(isinstance(part, str) for part in pair):
+            raise ValueError(f"a sanitizer is [regex, replacement], two strings, not {list(pair)!r}")
         try:
-            compiled.append((re.compile(pair[0]), pair[1]))
+            pattern = re.compile(pair[0])
         except re.error as error:
             raise ValueError(f"sanitizer {pair[0]!r} is not a valid regex: {error}") from None
+        try:
+            pattern.sub(pair[1], "")  # re reads the replacement's group references here
+        except re.error as error:
+            raise ValueError(f"the replacement {pair[1]!r} of sanitizer {pair[0]!r} is not valid: {error}") from None
+        compiled.append((regex.compile(pair[0]) if regex else pattern, pair[1]))
     return tuple(compiled)
 
 
-def sanitize(text: str, sanitizers: Sequence[tuple[re.Pattern[str], str]]) -> str:
+def sanitize(text: str, sanitizers: Sequence[Sanitizer], deadline: float | None = None) -> str:
+    """`text` through each sanitiser in turn; on the host, a ValueError naming the pattern once
+    `deadline` (`time.monotonic()`; default `SANITIZE_SECONDS` from now) has passed."""
+    deadline = time.monotonic() + SANITIZE_SECONDS if deadline is None else deadline
     for pattern, replacement in sanitizers:
-        text = pattern.sub(replacement, text)
+        if regex is None:
+            text = pattern.sub(replacement, text)
+            continue
+        try:
+            text = pattern.sub(replacement, text, timeout=max(deadline - time.monotonic(), 0.001))
+        except TimeoutError:
+            raise ValueError(
+                f"the outputs took the sanitizers more than {SANITIZE_SECONDS:g} s (sanitizer "
+                f"{pattern.pattern!r} over a text of {len(text):,} characters): a pattern that backtracks without end?"
+            ) from None
     return text
 
 
-def normalise(outputs: Sequence[Output], sanitizers: Sequence[tuple[re.Pattern[str], str]]) -> list[_Normalised]:
-    """A cell's outputs reduced to what is compared (see the module docstring)."""
+def normalise(
+    outputs: Sequence[Output], sanitizers: Sequence[Sanitizer], deadline: float | None = None
+) -> list[_Normalised]:
+    """A cell's outputs reduced to what is compared (see the module docstring); `deadline` as
+    `sanitize`'s."""
     merged: list[_Normalised] = []
     for output in outputs:
         if output.output_type == "stream":
@@ -145,7 +181,7 @@ def normalise(outputs: Sequence[Output], sanitizers: Sequence[tuple[re.Pattern[s
             merged.extend(_rich(output))
     result = []
     for item in merged:
-        text = sanitize(item.text, sanitizers)
+        text = sanitize(item.text, sanitizers, deadline)
         if item.kind.startswith("stream:") and not text:
             continue
         key = item.key if item.image is not None else text
@@ -236,10 +272,16 @@ def text_diff(saved: str, fresh: str, limit: int = 40) -> str:
 
 
 def compare_cell(
-    cell: int, saved: Sequence[Output], fresh: Sequence[Output], sanitizers: Sequence[tuple[re.Pattern[str], str]]
+    cell: int,
+    saved: Sequence[Output],
+    fresh: Sequence[Output],
+    sanitizers: Sequence[Sanitizer],
+    deadline: float | None = None,
 ) -> CellDiff:
-    """Align a cell's normalised saved and fresh outputs and label each pair."""
-    old, new = normalise(saved, sanitizers), normalise(fresh, sanitizers)
+    """Align a cell's normalised saved and fresh outputs and label each pair (`deadline` as
+    `sanitize`'s)."""
+    deadline = time.monotonic() + SANITIZE_SECONDS if deadline is None else deadline
+    old, new = normalise(saved, sanitizers, deadline), normalise(fresh, sanitizers, deadline)
     signature = [(item.kind, item.key if item.image is None else item.kind) for item in old]
     matcher = difflib.SequenceMatcher(
         None, signature, [(item.kind, item.key if item.image is None else item.kind) for item in new], autojunk=False
@@ -270,14 +312,16 @@ def first_new_error(saved: Sequence[Output], fresh: Sequence[Output]) -> Output 
 def compare_notebooks(
     saved: Notebook,
     fresh: Notebook,
-    sanitizers: Sequence[tuple[re.Pattern[str], str]] = compile_sanitizers(),
+    sanitizers: Sequence[Sanitizer] = compile_sanitizers(),
     stopped: str | None = None,
 ) -> NotebookComparison:
     """The status of a re-run: `fresh` has the same cells as `saved`, with the outputs of the run.
 
     `stopped` is why the run stopped early (cells after it have no fresh outputs); it makes the
-    notebook stale.
+    notebook stale. The sanitisers may take `SANITIZE_SECONDS` over all its outputs (a ValueError
+    beyond, naming the pattern).
     """
+    deadline = time.monotonic() + SANITIZE_SECONDS
     if len(saved.cells) != len(fresh.cells):
         raise ValueError(f"{saved.path}: {len(saved.cells)} saved cells but {len(fresh.cells)} fresh ones")
     reason = stopped
@@ -287,7 +331,7 @@ def compare_notebooks(
             continue
         if reason is None and (error := first_new_error(old.outputs, new.outputs)) is not None:
             reason = f"cell {old.index}: {error.ename}: {error.evalue}"
-        diff = compare_cell(old.index, old.outputs, new.outputs, sanitizers)
+        diff = compare_cell(old.index, old.outputs, new.outputs, sanitizers, deadline)
         if not diff.same:
             cells.append(diff)
     status = "stale" if reason else "drifted" if cells else "clean"

@@ -84,11 +84,6 @@ def normalise_name(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def read_requirements(path: str | Path) -> list[Requirement]:
-    """Parse a plain requirements file; RequirementsError names the file and line of a bad entry."""
-    return parse_requirements(Path(path).read_text(encoding="utf-8"), str(path))
-
-
 def parse_requirements(text: str, source: str = "requirements.txt") -> list[Requirement]:
     """Parse the text of a requirements file; `source` names it in a RequirementsError."""
     requirements = []

@@ -27,6 +27,10 @@ the default; see `confinement()`):
   WebAssembly memory Pyodide grows into, the JavaScript heap and every ArrayBuffer): beyond it
   an allocation fails (Python's MemoryError, JavaScript's RangeError) instead of taking the host's.
 - A scrubbed environment (no variable of the host's is passed on) and a session of its own.
+- Where `setpriv` can, the process ends when the host does (`--pdeathsig KILL`, kept across the
+  exec of `prlimit` and `unshare`, whose `--kill-child` ends Node in turn): a host killed by a
+  signal, which runs no clean-up, leaves no worker behind, and Node, the first process of its PID
+  namespace, ignores the signals a host's caller may send it.
 
 The code run can also write to the process's stdout, where replies come: a reply names its
 request by a random id, which code run for one request cannot know for the next, and a reply whose
@@ -81,6 +85,9 @@ _MOUNT = ("--mount", "--propagation", "private")
 _AS_USER = ("--map-root-user",)
 # Run last, in the namespaces: Node starts with no capability, none to gain back (as root it could
 # otherwise mount, chroot out or change its user: a bug of Node's or V8's would give it all that).
+# The signal the process gets when its parent, the host, ends (prctl's PR_SET_PDEATHSIG, which
+# exec keeps): it cannot be caught, and reaches the first process of a PID namespace too.
+_TETHERED = ("--pdeathsig", "KILL", "--")
 _NO_CAPABILITIES = ("--no-new-privs", "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--")
 # How a memory cap is tried at start (1 GiB: Node starts in far less). In bytes: util-linux reads
 # `1G` in prlimit as something else, and Node then dies at start (SIGSEGV).
@@ -156,7 +163,8 @@ class Confinement:
     `missing`: what does not hold on this machine and why, one sentence each;
     `setpriv`: the `setpriv` that drops every capability before Node starts, in the namespaces
     (empty where there is none);
-    `prlimit`: the `prlimit` that caps the memory of everything it starts (empty where there is none).
+    `prlimit`: the `prlimit` that caps the memory of everything it starts (empty where there is none);
+    `tethered`: the `setpriv` that kills it when the host ends (empty where there is none).
     """
 
     permission: tuple[str, ...]
@@ -165,16 +173,18 @@ class Confinement:
     missing: tuple[str, ...]
     setpriv: tuple[str, ...] = ()
     prlimit: tuple[str, ...] = ()
+    tethered: tuple[str, ...] = ()
 
     def command(self, node: list[str], readable: list[str], memory: int | None = None) -> list[str]:
         """`node` (a command line) confined, `readable` the host paths it may read, its memory
         capped at `memory` bytes where this machine can (none when None)."""
         confined = self._confined(node, readable)
-        if memory is None or not self.prlimit:
-            return confined
-        # Outermost: the limit is inherited by all it starts, and, once the capabilities are
-        # dropped, Node cannot raise it again.
-        return [*self.prlimit, f"--data={memory}", "--", *confined]
+        if memory is not None and self.prlimit:
+            # Outside the namespaces: the limit is inherited by all it starts, and, once the
+            # capabilities are dropped, Node cannot raise it again.
+            confined = [*self.prlimit, f"--data={memory}", "--", *confined]
+        # Outermost: the host's child itself must end with the host
+        return [*self.tethered, *confined]
 
     def _confined(self, node: list[str], readable: list[str]) -> list[str]:
         if self.permission:
@@ -219,6 +229,8 @@ class Confinement:
             )
         if self.prlimit and memory_mb is not None:
             held.append(f"{memory_mb:,} MB of memory per worker (RLIMIT_DATA: beyond it an allocation fails)")
+        if self.tethered:
+            held.append("killed with the host (no worker outlives it)")
         line = "sandbox boundary: " + (" + ".join(held) if held else "none below Python")
         return line + "".join(f"; NOT HELD: {reason}" for reason in self.missing)
 
@@ -264,8 +276,12 @@ def confinement(node: str = "node") -> Confinement:
         missing.append(
             "no `prlimit` here (or Node fails under it): a notebook can take as much of the host's memory as it likes"
         )
+    setpriv = shutil.which("setpriv")
+    tethered = (setpriv, *_TETHERED) if setpriv and _works([setpriv, *_TETHERED, node, "-e", "0"]) else ()
+    if not tethered:
+        missing.append("no `setpriv --pdeathsig` here: a worker may outlive a host killed by a signal")
     namespaces = _namespaces(node, permission, missing)
-    return replace(namespaces, prlimit=capped, missing=tuple(missing))
+    return replace(namespaces, prlimit=capped, tethered=tethered, missing=tuple(missing))
 
 
 def _namespaces(node: str, permission: tuple[str, ...], missing: list[str]) -> Confinement:
@@ -495,7 +511,7 @@ def _message(text: str) -> dict[str, Any] | None:
     write to the process's stdout too, and a line it forges must not stop the host."""
     try:
         message = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: a forged line nested too deeply
         return None
     if not isinstance(message, dict) or type(message.get("id")) is not int or type(message.get("ok")) is not bool:
         return None

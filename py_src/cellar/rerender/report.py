@@ -3,7 +3,7 @@
 Pure functions over plain data, shared by `cellar rerender` (cellar.rerender.batch, in Node
 workers) and the viewer's Re-render button (cellar.site.bridge, in the tab):
 
-    settings = Settings.load(archive)                      # rerender.json: limits, clock, sanitisers
+    settings = Settings.from_json(text)                    # rerender.json: limits, clock, sanitisers
     fresh, entry = rerender_notebook(saved, env, settings, run)   # run: code cells -> sandbox result
     report = make_report(archive, env, entries, ...)        # what report.json holds
     read_report(out)                                        # its entries by path, for the index
@@ -21,12 +21,14 @@ import re
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
 
 from cellar.ingest.notebook import NEWEST_MINOR, Notebook, read_notebook
 from cellar.records import RERENDER_STATUSES, ReportEntry
 from cellar.rerender import compare, environment
+from cellar.terminal import shown
 
 CONFIG_FILE = "rerender.json"
 REPORT_FILE = "report.json"
@@ -36,7 +38,12 @@ BADGES = ("same", "drifted", "failed", "not run")  # a code cell's verdict in th
 Run = Callable[[list[str]], dict[str, Any]]
 
 
+# A sandbox result nests a few levels (the cells, their outputs, a display's data); one that a
+# notebook forged thousands deep would stop the host's json and comparison (RecursionError).
+MAX_RESULT_DEPTH = 100
 MIN_MEMORY_MB = 1024  # a worker with pandas and matplotlib loaded holds about 630 MB before any cell runs
+MAX_MEMORY_MB = 4096  # what Python in 32-bit WebAssembly can address at all
+MAX_SECONDS = 3600  # the longest time limit an archive may set, for a cell or a whole notebook
 
 
 @dataclass(frozen=True)
@@ -55,24 +62,35 @@ class Settings:
     memory_mb: int = 2048
 
     @classmethod
-    def load(cls, archive: Path) -> Settings:
-        path = archive / CONFIG_FILE
-        return cls.from_json(path.read_text(encoding="utf-8"), str(path)) if path.is_file() else cls()
-
-    @classmethod
     def from_json(cls, text: str, source: str = CONFIG_FILE) -> Settings:
         """The settings in the text of a rerender.json; a bad one is a ValueError naming `source`."""
         try:
             data = json.loads(text)
             settings = cls(**{**data, "sanitizers": tuple(map(tuple, data.get("sanitizers", ())))})
+            compare.compile_sanitizers(settings.sanitizers)  # a bad regex or replacement, named
         except (ValueError, TypeError, AttributeError, RecursionError) as error:  # RecursionError: nested too deeply
             raise ValueError(f"{source}: {error}") from None
-        compare.compile_sanitizers(settings.sanitizers)  # fails early, naming a bad regex
-        if type(settings.memory_mb) is not int or settings.memory_mb < MIN_MEMORY_MB:
-            raise ValueError(
-                f"{source}: memory_mb is a whole number of MB, {MIN_MEMORY_MB} or more, not {settings.memory_mb!r}"
-            )
+        problem = settings.problem()
+        if problem:
+            raise ValueError(f"{source}: {problem}")
         return settings
+
+    def problem(self) -> str | None:
+        """What is wrong with these settings, None when nothing is. An archive writes them and the
+        host enforces them, so each is bounded: a notebook's time (`MAX_SECONDS`: `Infinity` or
+        a million seconds would hold a worker for good) and its memory (`MAX_MEMORY_MB`)."""
+        for name in ("cell_timeout", "notebook_timeout"):
+            value = getattr(self, name)
+            if type(value) not in (int, float) or not 0 < value <= MAX_SECONDS:  # NaN is neither
+                return f"{name} is a number of seconds above 0 and at most {MAX_SECONDS:,}, not {value!r}"
+        if type(self.memory_mb) is not int or not MIN_MEMORY_MB <= self.memory_mb <= MAX_MEMORY_MB:
+            return f"memory_mb is a whole number of MB from {MIN_MEMORY_MB} to {MAX_MEMORY_MB}, not {self.memory_mb!r}"
+        if self.clock is not None:
+            try:
+                datetime.fromisoformat(self.clock)
+            except (TypeError, ValueError):
+                return f"clock is an ISO 8601 time (2024-01-01T00:00:00Z), not {self.clock!r}"
+        return None
 
     def limits(self) -> dict[str, Any]:
         return {"cell_timeout": self.cell_timeout, "notebook_timeout": self.notebook_timeout, "clock": self.clock}
@@ -134,7 +152,7 @@ def rerender_notebook(
 def judge(
     saved: Notebook,
     result: dict[str, Any],
-    sanitizers: tuple[tuple[re.Pattern[str], str], ...],
+    sanitizers: tuple[compare.Sanitizer, ...],
     env: environment.Environment,
 ) -> tuple[dict[str, Any], ReportEntry]:
     """Compare a sandbox run with the saved notebook: the fresh notebook (its metadata holding the
@@ -168,9 +186,25 @@ def check_result(result: Any) -> None:
         problem = "its reason for stopping is not text"
     elif type(result.get("seconds")) not in (int, float):
         problem = "its time taken is not a number"
+    elif _deeper_than(result, MAX_RESULT_DEPTH):
+        problem = f"it nests more than {MAX_RESULT_DEPTH} levels deep"
     else:
         return
     raise ValueError(f"the sandbox's result is malformed ({problem}); the notebook may have forged it")
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether JSON data `value` nests more than `limit` levels deep (without recursing itself)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(item, dict):
+            stack.extend((child, depth + 1) for child in item.values())
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1) for child in item)
+    return False
 
 
 def _is_run(cell: Any) -> bool:
@@ -222,16 +256,19 @@ def read_report(out: str | os.PathLike[str]) -> dict[str, ReportEntry]:
 
 
 def summary(report: dict[str, Any]) -> str:
-    """The report as a short table: counts per status, the top stale reasons, the time taken."""
+    """The report as a short table: counts per status, the top stale reasons, the time taken. What
+    a notebook or an archive wrote (a reason quotes an exception's message, a requirement its
+    name) comes with its control characters as escapes: it must not recolour or rewrite the
+    operator's terminal, nor forge a line of this table."""
     total = sum(report["counts"].values())
     lines = [f"{'status':<10}{'notebooks':>10}"]
     lines += [f"{status:<10}{n:>10}" for status, n in report["counts"].items()]
     lines.append(f"{'total':<10}{total:>10}")
     if report["top_reasons"]:
         lines.append("\ntop stale reasons:")
-        lines += [f"{item['notebooks']:>4}  {item['reason']}" for item in report["top_reasons"]]
+        lines += [f"{item['notebooks']:>4}  {shown(item['reason'])}" for item in report["top_reasons"]]
     for name, reason in report["environment"]["unavailable"].items():
-        lines.append(f"\nunavailable requirement {name}: {reason}")
+        lines.append(f"\nunavailable requirement {shown(name)}: {shown(reason)}")
     timings = report["timings"]
     lines.append(
         f"\n{total} notebooks in {timings['total_seconds']} s with {timings['workers']} "
