@@ -356,8 +356,20 @@ def test_bad_rules_are_value_errors(rules, message):
 
 
 def test_mistyped_cellar_metadata_rejects_the_notebook():
-    with pytest.raises(NotebookError, match=r"^x\.ipynb: metadata\.cellar\.tags must be an array of strings"):
+    with pytest.raises(NotebookError, match=r"^x\.ipynb: metadata\.cellar\.tags must be an array of at most 100"):
         document_meta("x.ipynb", {"cellar": {"tags": "ballast"}})
+
+
+def test_cellar_metadata_is_bounded_and_a_bad_value_is_shown_cut():
+    """Every chunk carries its document's meta and the site's boot table every notebook's: a 15 MB
+    project made a 345 MB container, and the error for a million bad tags was a 9 MB line."""
+    assert document_meta("x.ipynb", {"cellar": {"project": "p" * 200, "tags": ["t"] * 100}})["project"] == "p" * 200
+    for meta in ({"project": "p" * 201}, {"author": "a" * 10**6}, {"tags": ["t"] * 101}, {"tags": ["t" * 201]}):
+        with pytest.raises(NotebookError, match=r"must be (a string|an array) of at most"):
+            document_meta("x.ipynb", {"cellar": meta})
+    with pytest.raises(NotebookError) as raised:
+        document_meta("x.ipynb", {"cellar": {"tags": [1] * 10**6}})
+    assert len(str(raised.value)) < 250 and str(raised.value).endswith("1, 1…")
 
 
 def test_ids_are_stable_when_other_cells_change():

@@ -254,6 +254,67 @@ def test_outputs_that_cost_quadratic_time_or_gigabytes_are_read_in_linear_time(a
         assert any(chunk.cell == 0 for chunk in chunked.chunks), name
 
 
+def test_markup_and_number_runs_that_cost_quadratic_time_are_read_in_linear_time(archive):
+    """Found by an audit (2026-12-06): comments that html.parser of Python 3.11 never ends
+    (`<!--a>` many times, then `--!>`: 360 KB took 54 s, 1 MB never ended), in a page and in a
+    notebook's HTML output; a run of digits and commas, in a question (100 KB never ended) and in
+    a block a value question is asked of (40 KB took 18 s)."""
+    from cellar.retrieval.analysis import Analyzer
+    from cellar.retrieval.blocks import Asked, holds_quantity
+
+    comments = "<!--a>" * 170_000 + "--!>"
+    (archive / "report.html").write_text(f"<h1>Report</h1><p>ballast</p>{comments}<p>end</p>")
+    nb = notebook()
+    nb["cells"] = [{"cell_type": "markdown", "metadata": {}, "source": "# Pumps"}, _output_cell(_html(comments))]
+    (archive / "comments.ipynb").write_text(json.dumps(nb))
+    for name in ("report.html", "comments.ipynb"):
+        with deadline(60):
+            chunked = chunk_file(archive / name, archive)
+        assert chunked.chunks, name
+    run = "1" + ",111" * 25_000 + "1"
+    with deadline(60):
+        assert len(Analyzer().query_terms(run)) > 1000
+    with deadline(60):
+        assert not holds_quantity("1," * 100_000 + "1!", Asked(measure=True), Analyzer().terms)
+
+
+def test_a_long_heading_is_carried_cut_by_every_block_under_it(archive):
+    """Every block carries its heading path, in its searched text and its citation: a 208 KB
+    heading over 2,000 paragraphs (a 216 KB file) made 1.4 GB of chunks, and an article's title
+    likewise. The heading's own block still quotes it whole."""
+    title = "Ballast " + "x" * 100_000
+    (archive / "report.md").write_text(f"# {title}\n\n" + "".join(f"para {i}\n\n" for i in range(500)))
+    articles = "".join(
+        f'<article number="{i}" title="{title}"><item label="a">text {i}</item></article>' for i in range(9)
+    )
+    (archive / "std.clauses.xml").write_text(f'<clauses designation="CVS 1">{articles}</clauses>')
+    for name in ("report.md", "std.clauses.xml"):
+        chunked = chunk_file(archive / name, archive)
+        sizes = sorted(len(json.dumps(chunk.record())) for chunk in chunked.chunks)
+        assert sizes[-2] < 5_000, name  # the largest: the block that quotes the heading itself
+    assert chunk_file(archive / "report.md", archive).chunks[-1].meta["citation"].endswith("xxx…, paragraph 500")
+
+
+def test_a_folder_too_deep_to_list_is_reported_not_silently_skipped(archive, tmp_path, capsys):
+    """A path longer than the system allows (4,096 bytes here) cannot be walked: the folder is
+    named with the reason and the index exits 1, where before its files were left out unsaid."""
+    folder = os.open(archive, os.O_RDONLY)
+    try:
+        for _ in range(40):  # made one step at a time, from a descriptor: no path is that long
+            os.mkdir("d" * 120, dir_fd=folder)
+            inner = os.open("d" * 120, os.O_RDONLY, dir_fd=folder)
+            os.close(folder)
+            folder = inner
+        with os.fdopen(os.open("deep.md", os.O_WRONLY | os.O_CREAT, dir_fd=folder), "w") as deep:
+            deep.write("# Deep\n\ndeep words\n")
+    finally:
+        os.close(folder)
+    assert main(["index", str(archive), "--out", str(tmp_path / "shard"), "--no-cache"]) == 1
+    err = capsys.readouterr().err
+    assert "cannot read the file: its path is longer than this system allows" in err
+    shutil.rmtree(archive / ("d" * 120))  # rmtree walks by descriptors too
+
+
 def test_a_notebook_of_endless_cells_or_printed_tables_is_indexed_up_to_its_caps(archive, monkeypatch):
     """Each cell's texts are bounded, the cells are not, nor the frames one output prints (each
     read through pandas): past MAX_FILE_CHUNKS the cells left are named in a warning, past
@@ -480,6 +541,11 @@ def test_archive_settings_nested_too_deeply_are_errors_naming_the_file(archive, 
             {"kk": "kort\ud800sluiting"},
             "glossary entry 'kk' -> 'kort\\ud800sluiting': a lone surrogate is no character",
         ),
+        # each `xq` of a question would add 20,000 words (a hundred of them took 18 s and 1.1 GB)
+        (
+            {"xq": "pump " * 20000},
+            "glossary entry 'xq': an abbreviation and its expansion are at most 200 characters each, not 2 and 100,000",
+        ),
     ],
 )
 def test_a_bad_archive_glossary_is_an_error_naming_it(archive, tmp_path, capsys, glossary, problem):
@@ -514,3 +580,10 @@ def test_a_file_name_with_control_characters_is_reported_without_them(archive, t
     main(["search", str(tmp_path / "shard2"), "escapeword"])
     out = capsys.readouterr().out
     assert "title\\x1b]0;pwned\\x07.md" in out and "\\x1b[2J" in out and "\x1b" not in out and "\x07" not in out
+    # and a right-to-left override, which shows `invoice\u202efdp.md` as `invoicedm.pdf`
+    (archive / "invoice\u202efdp.md").write_text("# Override\n\noverrideword here\n")
+    main(["index", str(archive), "--out", str(tmp_path / "shard3"), "--no-cache"])
+    capsys.readouterr()
+    main(["search", str(tmp_path / "shard3"), "overrideword"])
+    out = capsys.readouterr().out
+    assert "invoice\\u202efdp.md" in out and "\u202e" not in out

@@ -73,11 +73,17 @@ def run(args: argparse.Namespace) -> int:
         if progress:
             print(f"\r\x1b[K[{number}/{len(files)}] {shown(path)}", end="", file=sys.stderr, flush=True)
         try:
+            name = printable(relative_path(path, root))
+        except ValueError as error:  # a file outside --root
+            _report(f"{error}: --root must hold every file named", progress)
+            rejected += 1
+            continue
+        try:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 chunked = chunk_file(path, root, rules)
         except ValueError as error:  # NotebookError too
-            _report(naming(printable(relative_path(path, root)), error), progress)
+            _report(naming(name, error), progress)
             rejected += 1
             continue
         for warning in caught:

@@ -64,15 +64,18 @@ def find_documents(directory: str | os.PathLike[str], suffixes: tuple[str, ...] 
     """The notebooks and plain documents below `directory`, sorted; hidden files and folders
     (`.ipynb_checkpoints`, `.git`) are left out. Every name with a document suffix is listed,
     whatever the file is (`read_document` decides), and so is a link to a folder (never
-    followed), so that each one is either read or reported."""
+    followed) and a folder that cannot be listed (no permission, a path longer than the system
+    allows), so that each one is either read or reported."""
     found = []
-    for folder, folders, files in os.walk(directory):
+    unlisted: list[OSError] = []
+    for folder, folders, files in os.walk(directory, onerror=unlisted.append):
         visible = sorted(name for name in folders if not name.startswith("."))
         linked = [name for name in visible if os.path.islink(os.path.join(folder, name))]
         folders[:] = [name for name in visible if name not in linked]
         names = [name for name in files if name.lower().endswith(suffixes) and not name.startswith(".")]
         found += [os.path.join(folder, name) for name in sorted(names + linked)]
-    return found
+    top = os.path.normpath(directory)
+    return found + [error.filename for error in unlisted if error.filename and os.path.normpath(error.filename) != top]
 
 
 def printable(name: str) -> str:
@@ -168,6 +171,8 @@ def read_document(file_path: str | os.PathLike[str], root: str | os.PathLike[str
 def _check(path: str, info: os.stat_result, what: str, limit: int) -> None:
     for test, kind in _KINDS:
         if test(info.st_mode):
+            if kind == "a folder" and not what:  # listed because it could not be listed itself
+                raise FileRefused(path, "a folder that cannot be listed (no permission?): nothing below it is read")
             where = "folders are walked without following links" if kind == "a folder" else "not opened"
             raise FileRefused(path, f"{what}{kind}, not a regular file: {where}")
     if not stat.S_ISREG(info.st_mode):
@@ -184,6 +189,8 @@ def _os_problem(error: OSError, doing: str) -> str:
     reason = error.strerror or str(error)
     if error.errno == errno.ELOOP:
         return f"{doing}: a symbolic link loop ({reason})"
+    if error.errno == errno.ENAMETOOLONG:
+        return f"{doing}: its path is longer than this system allows ({reason}); nothing below it is read"
     if isinstance(error, FileNotFoundError):
         return f"{doing}: a dangling symbolic link or a file that is gone ({reason})"
     return f"{doing}: {reason}"

@@ -14,15 +14,27 @@ from typing import Any
 
 from cellar.ingest.notebook import NotebookError
 
+# Every chunk of a document carries its meta, and the boot table of the site every notebook's:
+# a 15 MB project name had made a 345 MB container, a million tags a 10 MB table.
+MAX_META_CHARS = 200  # of a project, author, vessel class or tag
+MAX_TAGS = 100
+SHOWN_CHARS = 80  # of a bad value, in the error that names it
+
+
+def _text(value: Any) -> bool:
+    return isinstance(value, str) and len(value) <= MAX_META_CHARS
+
+
+TEXT = f"a string of at most {MAX_META_CHARS} characters"
 META_FIELDS = {
-    "project": ("a string", lambda value: isinstance(value, str)),
-    "author": ("a string", lambda value: isinstance(value, str)),
+    "project": (TEXT, _text),
+    "author": (TEXT, _text),
     # a year, not any integer: the index keeps years in a 64-bit column (10**30 stopped a whole build)
     "year": ("a year (1 to 9999)", lambda value: type(value) is int and 1 <= value <= 9999),
-    "vessel_class": ("a string", lambda value: isinstance(value, str)),
+    "vessel_class": (TEXT, _text),
     "tags": (
-        "an array of strings",
-        lambda value: isinstance(value, list) and all(isinstance(tag, str) for tag in value),
+        f"an array of at most {MAX_TAGS} strings of at most {MAX_META_CHARS} characters",
+        lambda value: isinstance(value, list) and len(value) <= MAX_TAGS and all(map(_text, value)),
     ),
     "deprecated": ("a boolean", lambda value: isinstance(value, bool)),
 }
@@ -93,7 +105,8 @@ def _checked_meta(raw: Any, where: str) -> dict[str, Any]:
         raise ValueError(f"{where} must be an object")
     for key, value in raw.items():
         if key in META_FIELDS and not META_FIELDS[key][1](value):
-            raise ValueError(f"{where}.{key} must be {META_FIELDS[key][0]}, not {value!r}")
+            shown = repr(value) if len(repr(value)) <= SHOWN_CHARS else repr(value)[:SHOWN_CHARS] + "…"
+            raise ValueError(f"{where}.{key} must be {META_FIELDS[key][0]}, not {shown}")
     return {key: value for key, value in raw.items() if key in META_FIELDS}
 
 

@@ -9,14 +9,13 @@ are counted as skipped. The table modules are imported on first use: pandas come
 
 from __future__ import annotations
 
-import html.parser
 import re
 import warnings
 from typing import TYPE_CHECKING, Any
 
 from cellar.ingest.chunks import ANSI, ChunkMaker, clean_text
 from cellar.ingest.code_facts import LABEL_NAMES, CodeFacts
-from cellar.ingest.documents.markup import open_brackets_as_text
+from cellar.ingest.documents.markup import LinearHTMLParser, open_brackets_as_text
 from cellar.ingest.notebook import Cell, NotebookWarning, Output
 from cellar.ingest.windows import PROSE_WINDOW, window_ranges, word_spans
 
@@ -262,11 +261,11 @@ def figure_text(output: Output) -> str:
     return clean_text(text)[:FIGURE_CHARS].strip()
 
 
-class _TextOfHTML(html.parser.HTMLParser):
+class _TextOfHTML(LinearHTMLParser):
     """The visible text of an HTML fragment: script and style contents dropped."""
 
     def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
+        super().__init__()
         self.parts: list[str] = []
         self.hidden = 0
 

@@ -18,10 +18,9 @@ import math
 import re
 import warnings
 from dataclasses import dataclass
-from html.parser import HTMLParser
 from typing import TYPE_CHECKING, Any, Literal
 
-from cellar.ingest.documents.markup import open_brackets_as_text
+from cellar.ingest.documents.markup import LinearHTMLParser, open_brackets_as_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -91,11 +90,11 @@ def _span(attrs: dict[str, str | None], name: str) -> int:
     return min(int(value), _MAX_SPAN) if _COUNT.fullmatch(value) and int(value) > 0 else 1  # not `²`
 
 
-class _TableReader(HTMLParser):
+class _TableReader(LinearHTMLParser):
     """Collects every top-level <table>; nested tables are part of a cell's markup, not data."""
 
     def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
+        super().__init__()
         self.tables: list[_RawTable] = []
         self._depth = 0
         self._section: str | None = None

@@ -63,10 +63,15 @@ from cellar.ingest.provenance import revision
 _POWER = re.compile(r"\b([A-Za-z]{1,3})(?:\^|\*\*)(\d)\b")
 # One raw token: a number with thousands separators, a number with a decimal comma, or a run of word
 # characters joined by single dots or hyphens (identifiers, dotted names, codes, decimals, dates).
-_TOKEN = re.compile(r"[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?(?!\d|,\d)|\d+,\d+|\w+(?:[.\-]\w+)*")
-_THOUSANDS = re.compile(r"[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?")
+# At most six groups of thousands (10**21): unbounded, the run `1,111,111,...` that fails the
+# look-ahead at its end was scanned again from each of its digits (a 100 KB query never ended).
+_TOKEN = re.compile(r"[1-9]\d{0,2}(?:,\d{3}){1,6}(?:\.\d+)?(?!\d|,\d)|\d+,\d+|\w+(?:[.\-]\w+)*")
+_THOUSANDS = re.compile(r"[1-9]\d{0,2}(?:,\d{3}){1,6}(?:\.\d+)?")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?(?:e[+-]?\d+)?")
 _SEPARATORS = re.compile(r"[.\-_]+")
+# An abbreviation's expansion is a phrase (`kk` -> `kortsluiting`): each use of it in a query or a
+# note adds all its words, so one of 20,000 words made a question of a hundred `xq`s take 18 s.
+MAX_GLOSSARY_CHARS = 200
 # Parts of an identifier piece: acronym before a capitalised word (HTTPServer), a word (an optional
 # capital, then letters other than ASCII capitals, so ``straße`` and ``Δp`` stay whole), a trailing
 # acronym, digits.
@@ -179,6 +184,11 @@ class AnalyzerSettings:
                 raise ValueError(f"glossary entry {key!r} -> {value!r}: both sides must be non-empty strings")
             if lone_surrogate([key, value]):  # no UTF-8 spells one
                 raise ValueError(f"glossary entry {key!r} -> {value!r}: a lone surrogate is no character")
+            if len(key) > MAX_GLOSSARY_CHARS or len(value) > MAX_GLOSSARY_CHARS:
+                raise ValueError(
+                    f"glossary entry {key[:40]!r}: an abbreviation and its expansion are at most "
+                    f"{MAX_GLOSSARY_CHARS} characters each, not {len(key):,} and {len(value):,}"
+                )
         # Frozen: the coercions above (list -> tuple, mapping -> pairs) must bypass __setattr__.
         object.__setattr__(self, "languages", languages)
         object.__setattr__(self, "glossary", glossary)

@@ -128,9 +128,9 @@ _OPEN = re.compile(r"\bhow\s+(?:much|large|big|low|high|great)\b|\bhoe\s+(?:groo
 _DEEP = re.compile(r"\bhow\s+(?:deep|wide|far|thick|tall)\b|\bhoe\s+(?:diep|breed|ver|dik)\b", re.I)
 _WORD = re.compile(r"[\w-]+")
 # A number, and what follows it: a unit symbol (up to three letters, perhaps a digit and a `/` part)
-# or a unit word.
+# or a unit word. The number's separators bounded, as in `blocks._MEASURED` (linear time).
 _NUMBER_UNIT = re.compile(
-    r"(?<![\w.-])\d+(?:[.,]\d+)*\s?(%|°\s?c?|[a-zµ°Ωω]{1,8}\d?(?:/[a-z]{1,3}\d?)?)(?![\w/-])", re.I
+    r"(?<![\w.-])\d+(?:[.,]\d+){0,6}\s?(%|°\s?c?|[a-zµ°Ωω]{1,8}\d?(?:/[a-z]{1,3}\d?)?)(?![\w/-])", re.I
 )
 # A unit in brackets after a heading's name (`Motor current (A)`, `Vermogen [kW]`, `(m3/h)`).
 _HEADED_UNIT = re.compile(r"(?<=\w)\s*[(\[]\s*(%|°\s?c?|[a-zµ°Ωω]{1,5}\d?(?:/[a-z]{1,3}\d?)?)\s*[)\]]", re.I)

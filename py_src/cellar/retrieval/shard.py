@@ -87,7 +87,7 @@ def checked_manifest(data: bytes, source: str) -> dict[str, Any]:
     try:
         manifest = json.loads(data)
         claimed = manifest.pop("checksum")
-    except (UnicodeDecodeError, json.JSONDecodeError, KeyError, AttributeError, TypeError) as error:
+    except (ValueError, KeyError, AttributeError, TypeError, RecursionError) as error:  # ValueError: not JSON
         raise ShardError(f"{where}: damaged, not a shard manifest ({error})") from None
     if manifest.get("format") != FORMAT:
         raise ShardError(

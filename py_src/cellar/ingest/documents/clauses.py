@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cellar.ingest.discovery import FileRefused
-from cellar.ingest.documents.blocks import Block, Extracted, joined, refuse_lone_surrogates
+from cellar.ingest.documents.blocks import Block, Extracted, heading_title, joined, refuse_lone_surrogates
 
 MAX_DEPTH = 12  # article nesting: deeper trees are refused, not recursed into
 # Elements (XML) or objects (JSON) a collection may hold, counted before it is parsed into a tree
@@ -201,7 +201,7 @@ def _flatten(clause: Clause, above: tuple[str, ...]) -> Iterator[tuple[str, str,
     """(kind, place, heading path, prefix, body) of every block of a clause, in reading order:
     `place` is what follows the § in the citation."""
     heading = f"{clause.number} {clause.title}".strip()
-    path = (*above, heading)
+    path = (*above, heading_title(heading))
     if clause.text or not (clause.items or clause.notes or clause.children):
         prefix = f"{heading}\n" if clause.text else f"{clause.number} "
         yield "clause", clause.number, path, prefix, clause.text or clause.title or clause.number
