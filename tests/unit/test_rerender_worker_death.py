@@ -56,20 +56,24 @@ def test_a_worker_that_cannot_start_stops_the_batch_with_status_3(setting, capsy
     assert "no report written" in err and not (out / "report.json").exists()
 
 
+def rerendered(tmp_path, site, sources: dict[str, str]) -> dict:
+    """The report of `cellar rerender` (which must exit 0) over notebooks NAME.ipynb of `sources`."""
+    archive, out = tmp_path / "archive", tmp_path / "out"
+    archive.mkdir()
+    for name, source in sources.items():
+        (archive / f"{name}.ipynb").write_text(notebook(source))
+    assert main(["rerender", str(archive), "--out", str(out), "--site", str(site), "--workers", "1"]) == 0
+    return json.loads((out / "report.json").read_text())
+
+
 def test_a_forged_or_malformed_reply_makes_its_notebook_stale_and_forges_nothing_after_it(tmp_path, stand_in_site):
     """A notebook can write reply lines to its worker's stdout, or patch the sandbox into
     answering anything: a reply that is no JSON text, or a result that is no object, makes that
     notebook stale (once more in a fresh worker when the worker had run others: an earlier one may
     have done it) and replaces the worker; replies written ahead for the ids that would follow
     answer no later request, as a request's id cannot be guessed. The batch goes on and exits 0."""
-    archive, out = tmp_path / "archive", tmp_path / "out"
-    archive.mkdir()
     sources = {"a": "FORGE_HERE = 1", "b": "FORGE_AHEAD = 1", "c": "x = 1", "d": "MALFORMED_HERE = 1", "e": "y = 2"}
-    for name, source in sources.items():
-        (archive / f"{name}.ipynb").write_text(notebook(source))
-    status = main(["rerender", str(archive), "--out", str(out), "--site", str(stand_in_site), "--workers", "1"])
-    assert status == 0
-    report = json.loads((out / "report.json").read_text())
+    report = rerendered(tmp_path, stand_in_site, sources)
     reasons = {entry["path"]: entry["reason"] for entry in report["notebooks"]}
     assert reasons["a.ipynb"] == (
         "the worker's reply cannot be trusted: the reply's value is not JSON text: '5'; a fresh worker was started"
@@ -86,14 +90,8 @@ def test_a_reply_or_result_nested_too_deep_makes_its_notebook_stale_not_the_batc
     json stops with a RecursionError (not a ValueError): the line is no reply, the result makes
     that notebook stale, and so does a well-formed result nested deeper than any output is; the
     batch goes on and writes its report."""
-    archive, out = tmp_path / "archive", tmp_path / "out"
-    archive.mkdir()
     sources = {"a": "x = 1", "b": "DEEP_LINE = 1", "c": "DEEP_RESULT = 1", "d": "NESTED_RESULT = 1", "e": "y = 2"}
-    for name, source in sources.items():
-        (archive / f"{name}.ipynb").write_text(notebook(source))
-    status = main(["rerender", str(archive), "--out", str(out), "--site", str(stand_in_site), "--workers", "1"])
-    assert status == 0
-    reasons = {entry["path"]: entry["reason"] for entry in json.loads((out / "report.json").read_text())["notebooks"]}
+    reasons = {entry["path"]: entry["reason"] for entry in rerendered(tmp_path, stand_in_site, sources)["notebooks"]}
     assert [reasons[name] for name in ("a.ipynb", "b.ipynb", "e.ipynb")] == ["not run by the stand-in"] * 3
     assert reasons["c.ipynb"].startswith(
         "the worker's reply cannot be trusted: the sandbox's result is not JSON (maximum recursion depth exceeded"
@@ -107,13 +105,8 @@ def test_a_line_without_end_is_cut_off_and_its_notebook_is_stale(tmp_path, stand
     """Code run in a worker can write to its stdout without end (or a notebook's outputs can run
     to gigabytes): the host holds no more than MAX_REPLY of a line, ends that worker, and the
     batch goes on in a fresh one."""
-    archive, out = tmp_path / "archive", tmp_path / "out"
-    archive.mkdir()
-    for name, source in {"a": "x = 1", "b": "ENDLESS_LINE = 1", "c": "y = 2"}.items():
-        (archive / f"{name}.ipynb").write_text(notebook(source))
-    status = main(["rerender", str(archive), "--out", str(out), "--site", str(stand_in_site), "--workers", "1"])
-    assert status == 0
-    reasons = {entry["path"]: entry["reason"] for entry in json.loads((out / "report.json").read_text())["notebooks"]}
+    sources = {"a": "x = 1", "b": "ENDLESS_LINE = 1", "c": "y = 2"}
+    reasons = {entry["path"]: entry["reason"] for entry in rerendered(tmp_path, stand_in_site, sources)["notebooks"]}
     assert reasons["b.ipynb"] == (
         "the notebook's outputs are too large to read back (the worker wrote a line of more than 256 MB); "
         "a fresh worker was started"
@@ -125,16 +118,11 @@ def test_what_a_worker_writes_besides_its_replies_is_echoed_cut_and_escaped(tmp_
     """A notebook's os.write(1 or 2, ...) reaches the worker's stderr and stdout: the host echoes
     it on its own stderr with control characters as escapes (no recoloured console, no forged
     status line) and at most ECHO_LIMIT of it per notebook, so a flood fills no CI log."""
-    archive, out = tmp_path / "archive", tmp_path / "out"
-    archive.mkdir()
-    for name, source in {"a": "FLOOD_OUTPUT = 1", "b": "y = 2"}.items():
-        (archive / f"{name}.ipynb").write_text(notebook(source))
-    status = main(["rerender", str(archive), "--out", str(out), "--site", str(stand_in_site), "--workers", "1"])
+    report = rerendered(tmp_path, stand_in_site, {"a": "FLOOD_OUTPUT = 1", "b": "y = 2"})
     err = capfd.readouterr().err
-    assert status == 0
     assert "\x1b" not in err and "\x07" not in err
     assert "\\x1b]0;PWNED\\x07\\x1b[31mFAKE: 0 stale" in err  # shown, as escapes
     assert f"wrote more than {ECHO_LIMIT // 1024} KB besides its reply: the rest is not shown" in err
     assert len(err) < 2 * ECHO_LIMIT  # of the 4 MB written
-    reasons = {entry["path"]: entry["reason"] for entry in json.loads((out / "report.json").read_text())["notebooks"]}
+    reasons = {entry["path"]: entry["reason"] for entry in report["notebooks"]}
     assert reasons == {"a.ipynb": "not run by the stand-in", "b.ipynb": "not run by the stand-in"}
