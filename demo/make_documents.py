@@ -64,6 +64,11 @@ def pdf_of_streams(streams: Sequence[bytes]) -> bytes:
         )
         kids.append(b"%d 0 R" % len(objects))
     objects[1] = b"<< /Type /Pages /Kids [%s] /Count %d >>" % (b" ".join(kids), len(kids))
+    return pdf_file(objects)
+
+
+def pdf_file(objects: Sequence[bytes]) -> bytes:
+    """A PDF of `objects` (numbered from 1; the first the catalog) with its cross-reference table."""
     out = io.BytesIO()
     out.write(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
     offsets = []

@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -113,3 +116,20 @@ def demo_documents_writers():
     sys.modules["make_documents"] = module
     spec.loader.exec_module(module)
     return module
+
+
+@contextmanager
+def deadline(seconds: int = 20) -> Iterator[None]:
+    """Fail (rather than hang the suite) if the block takes longer than `seconds`: a guard
+    against a hostile input's hang, not a measure of speed (that is benchmarks/')."""
+
+    def expired(*_: object) -> None:
+        raise TimeoutError(f"took longer than {seconds} s: something blocked")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)

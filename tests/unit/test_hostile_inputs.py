@@ -12,13 +12,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import socket
 import warnings
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from tests.unit.conftest import deadline
 
 from cellar.cli import main
 from cellar.ingest import chunking, discovery
@@ -34,22 +33,6 @@ from cellar.retrieval.index import build_index_from_directory
 
 ROOT = Path(__file__).resolve().parents[2]
 GOOD = ROOT / "tests" / "fixtures" / "notebooks" / "ballast_v4.ipynb"
-
-
-@contextmanager
-def deadline(seconds: int = 20):
-    """Fail (rather than hang the suite) if the block takes longer than `seconds`."""
-
-    def expired(*_: object) -> None:
-        raise TimeoutError(f"took longer than {seconds} s: something blocked")
-
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def notebook(source: str = "print(1)", **cell: object) -> dict:
