@@ -657,6 +657,26 @@ def test_the_technical_table_reads_the_words_of_programming_and_data_analysis_co
     }
 
 
+def test_the_technical_table_reads_energy_environment_costs_and_machine_parts():
+    """A ninth list (benchmarks/gold/dutch_words_i.tsv): `opgewekte` (generated) was cheerful,
+    `fijnstof` fine dust, `kasstroom` a till's current, `lagere` a bearing; `aardgas`, `slib`
+    and `warmtekrachtkoppeling` were not read as an engineer means them."""
+    words = ["opgewekte", "fijnstof", "kasstroom", "lagere", "aardgas", "slib", "warmtekrachtkoppeling"]
+    words += ["stikstofoxiden", "reserveonderdelen", "netcongestie"]
+    assert first_senses(words) == {
+        "opgewekte": "generated",
+        "fijnstof": "particulate matter",
+        "kasstroom": "cash flow",
+        "lagere": "lower",
+        "aardgas": "natural gas",
+        "slib": "sludge",
+        "warmtekrachtkoppeling": "cogeneration",
+        "stikstofoxiden": "nitrogen oxides",
+        "reserveonderdelen": "spare parts",
+        "netcongestie": "grid congestion",
+    }
+
+
 def test_the_technical_table_reads_trees_as_trees():
     """A Dutch keyword set written blind (benchmarks/gold/dutch_dev_d.jsonl): `aantal bomen` of a
     gradient-boosted ensemble read as bombs, `boom` as the English word, `onafhankelijke
