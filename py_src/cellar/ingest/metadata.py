@@ -105,7 +105,8 @@ def _checked_meta(raw: Any, where: str) -> dict[str, Any]:
         raise ValueError(f"{where} must be an object")
     for key, value in raw.items():
         if key in META_FIELDS and not META_FIELDS[key][1](value):
-            shown = repr(value) if len(repr(value)) <= SHOWN_CHARS else repr(value)[:SHOWN_CHARS] + "…"
+            shown = repr(value)
+            shown = shown if len(shown) <= SHOWN_CHARS else shown[:SHOWN_CHARS] + "…"
             raise ValueError(f"{where}.{key} must be {META_FIELDS[key][0]}, not {shown}")
     return {key: value for key, value in raw.items() if key in META_FIELDS}
 

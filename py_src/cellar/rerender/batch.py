@@ -406,8 +406,9 @@ def rerender(
     if archive.resolve() == out.resolve():
         raise ValueError(f"{out}: the output must not be the archive itself")
     started = time.monotonic()
-    texts = {name: archive_text(archive, name) for name in (CONFIG_FILE, vfs.PATHMAP_FILE, REQUIREMENTS_FILE)}
-    config, mapping, listed = texts[CONFIG_FILE], texts[vfs.PATHMAP_FILE], texts[REQUIREMENTS_FILE]
+    config = archive_text(archive, CONFIG_FILE)
+    mapping = archive_text(archive, vfs.PATHMAP_FILE)
+    listed = archive_text(archive, REQUIREMENTS_FILE)
     settings = Settings.from_json(config, str(archive / CONFIG_FILE)) if config is not None else Settings()
     pathmap = (
         vfs.parse_pathmap(mapping.encode("utf-8"), str(archive / vfs.PATHMAP_FILE))

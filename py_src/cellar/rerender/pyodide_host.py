@@ -280,20 +280,19 @@ def confinement(node: str = "node") -> Confinement:
     tethered = (setpriv, *_TETHERED) if setpriv and _works([setpriv, *_TETHERED, node, "-e", "0"]) else ()
     if not tethered:
         missing.append("no `setpriv --pdeathsig` here: a worker may outlive a host killed by a signal")
-    namespaces = _namespaces(node, permission, missing)
+    namespaces = _namespaces(node, permission, setpriv, missing)
     return replace(namespaces, prlimit=capped, tethered=tethered, missing=tuple(missing))
 
 
-def _namespaces(node: str, permission: tuple[str, ...], missing: list[str]) -> Confinement:
-    """`confinement`'s namespaces, new root and capabilities: the first that works here, and
-    what does not added to `missing`."""
+def _namespaces(node: str, permission: tuple[str, ...], setpriv: str | None, missing: list[str]) -> Confinement:
+    """`confinement`'s namespaces, new root and capabilities (`setpriv`: its path, None where
+    there is none): the first that works here, and what does not added to `missing`."""
     if os.environ.get("CELLAR_NO_NAMESPACES"):
         missing.append("namespaces turned off (CELLAR_NO_NAMESPACES): the network and other processes are reachable")
         return Confinement(permission, (), False, ())
     if shutil.which("unshare") is None:
         missing.append("no `unshare` here: the network and other processes are reachable")
         return Confinement(permission, (), False, ())
-    setpriv = shutil.which("setpriv")
     for new_root in (True, False):
         for user in ((), _AS_USER):
             unshare = (shutil.which("unshare"), *user, *(_MOUNT if new_root else ()), *_UNSHARE)
