@@ -6,6 +6,7 @@ The layers, lowest first:
 
     cellar.records                 the contracts, shared by all
     cellar.terminal                text as a terminal may print it, shared by all
+    cellar.text                    text cut to a length, shared by all
     cellar.ingest                  archive files -> notebooks -> typed chunks
     cellar.rerender                path map + sandbox -> fresh outputs -> compare -> report
     cellar.retrieval               chunks (+ a re-render report) -> index -> shard -> answers
@@ -22,7 +23,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "py_src" / "cellar"
-LAYERS = ["records", "terminal", "ingest", "rerender", "retrieval", "lessons", "site", "cli"]
+LAYERS = ["records", "terminal", "text", "ingest", "rerender", "retrieval", "lessons", "site", "cli"]
 MAX_LINES = 700
 
 

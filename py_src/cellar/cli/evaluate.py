@@ -31,6 +31,7 @@ from cellar.retrieval.embedding import default_model_dir
 from cellar.retrieval.evaluation import CALIBRATIONS, FOLDS, read_gold, scorecards
 from cellar.retrieval.routing import DEFAULT_RULES, RULES
 from cellar.retrieval.search import MODES
+from cellar.text import shortened
 
 QUESTION_CHARS = 60  # of a question, in its line of --questions
 COLUMNS = (
@@ -145,7 +146,7 @@ def question_table(questions: list[dict]) -> str:
             where = f"{top['path']}" + (f", {place}" if place else "")
         if q["refused"]:
             where = q.get("reason", where)
-        asked = q["query"] if len(q["query"]) <= QUESTION_CHARS else q["query"][: QUESTION_CHARS - 1] + "…"
+        asked = shortened(q["query"], QUESTION_CHARS)
         cells = [
             str(q["id"] if q["id"] is not None else ""),
             _cell(asked),

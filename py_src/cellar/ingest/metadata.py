@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cellar.ingest.notebook import NotebookError
+from cellar.text import shortened
 
 # Every chunk of a document carries its meta, and the boot table of the site every notebook's:
 # a 15 MB project name had made a 345 MB container, a million tags a 10 MB table.
@@ -105,8 +106,7 @@ def _checked_meta(raw: Any, where: str) -> dict[str, Any]:
         raise ValueError(f"{where} must be an object")
     for key, value in raw.items():
         if key in META_FIELDS and not META_FIELDS[key][1](value):
-            shown = repr(value)
-            shown = shown if len(shown) <= SHOWN_CHARS else shown[:SHOWN_CHARS] + "…"
+            shown = shortened(repr(value), SHOWN_CHARS)
             raise ValueError(f"{where}.{key} must be {META_FIELDS[key][0]}, not {shown}")
     return {key: value for key, value in raw.items() if key in META_FIELDS}
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from cellar.ingest.documents.markup import LinearHTMLParser, open_brackets_as_text
+from cellar.text import shortened
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -422,7 +423,7 @@ def _cell(value: Any) -> str:
     else:
         text = str(value)
     text = " ".join(text.split()).replace("|", "\\|")
-    return text if len(text) <= _CELL_CHARS else text[: _CELL_CHARS - 1] + "…"
+    return shortened(text, _CELL_CHARS)
 
 
 def _markdown_row(cells: list[str]) -> str:

@@ -36,6 +36,8 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from cellar.text import shortened
+
 LANGUAGES = ("en", "nl")
 REQUIRED_FILES = (
     "lesson.en.md",
@@ -496,7 +498,7 @@ def brief(value: Any, limit: int = 70) -> str:
         return text
     if isinstance(value, (list, tuple, dict, set)):
         return f"a {type(value).__name__} of {len(value)} items"
-    return text[: limit - 1] + "…"
+    return shortened(text, limit)
 
 
 # --- validating lessons -------------------------------------------------------------------------

@@ -30,6 +30,8 @@ import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from cellar.text import shortened
+
 Formatter = Callable[[Any], str]
 
 MAX_CHARS = 1200  # the longest description
@@ -357,7 +359,7 @@ def _count(count: int, noun: str) -> str:
 def _label(text: Any) -> str:
     """A title, label or entry on one line, mathtext dollars kept, cut to MAX_LABEL characters."""
     words = " ".join(str(text or "").split())
-    return words if len(words) <= MAX_LABEL else words[: MAX_LABEL - 1].rstrip() + "…"
+    return shortened(words, MAX_LABEL)
 
 
 def _quoted(text: str) -> str:

@@ -42,12 +42,15 @@ from cellar.retrieval.bilingual import Reading, Translator, english_reading, que
 from cellar.retrieval.bm25 import reading as bm25_reading
 from cellar.retrieval.embedding import StaticModel, load_model, quantise_rows
 from cellar.retrieval.packing import canonical, compress, container, container_records, pack, unpack
+from cellar.text import shortened
 
 if TYPE_CHECKING:  # the query path imports Render from here, not the chunker
     from cellar.ingest.metadata import Rule
 
 CACHE_FORMAT = 6
-MAX_TITLE = 300  # characters of an entry's title (`_short`)
+# characters of an entry's title in the table of every entry, fetched at boot (a notebook's
+# metadata may name itself in megabytes)
+MAX_TITLE = 300
 # An entry's catalogue: a notebook's metadata; a document's source kind (document, clauses,
 # records: absent for a notebook), a record's structured fields, which the filters read, and a
 # standard's designation (``NEN 3140:2018``), which its citations start with.
@@ -155,7 +158,7 @@ def make_part(
     if len(groups) > 1 or first_meta.get("entry"):  # a records file: each note an entry, titled by its citation
         metas = [group[0].get("meta", {}) for group in groups]
         own = [
-            {"title": _short(str(m.get("citation", m.get("entry")))), "cells": 0, "entry": m.get("entry")}
+            {"title": shortened(str(m.get("citation", m.get("entry"))), MAX_TITLE), "cells": 0, "entry": m.get("entry")}
             for m in metas
         ]
     else:
@@ -163,7 +166,7 @@ def make_part(
         highest = max(cells) + 1 if cells else 0
         own = [
             {
-                "title": _short(title or heading or PurePosixPath(path).stem),
+                "title": shortened(title or heading or PurePosixPath(path).stem, MAX_TITLE),
                 "cells": cell_count if cell_count is not None else highest,
             }
         ]
@@ -303,12 +306,6 @@ def prepare(
     view = getattr(chunked, "document", None)
     document = compress(canonical(view)) if view is not None else None
     return replace(made, render=part.render, problems=problems, document=document)
-
-
-def _short(title: str) -> str:
-    """A title as the table of every entry holds it, fetched at boot: at most MAX_TITLE characters
-    (a notebook's metadata may name itself in megabytes)."""
-    return title if len(title) <= MAX_TITLE else title[: MAX_TITLE - 1] + "…"
 
 
 def analysed_part(

@@ -9,6 +9,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from cellar.text import shortened
+
 REASON_QUERY = 200  # characters of the question a refusal's reason quotes
 NUMBER = re.compile(r"^\d+(?:[.,]\d+)?$")
 VALUE_WORDS = {"value", "how", "much", "many", "result", "get", "got", "hoeveel", "hoe", "groot", "welke", "number"}
@@ -54,8 +56,8 @@ def refusal_reason(
         else "no cell or output mentions"
     )
     # a pasted page of a question is named by its start, and so is a word of a pasted megabyte
-    asked, said = _clipped(query, REASON_QUERY), said_words(query, evidence["missing"], analyse)[:6]
-    missing = ", ".join(_clipped(word, REASON_QUERY // 4) for word in said) or asked
+    asked, said = shortened(query, REASON_QUERY), said_words(query, evidence["missing"], analyse)[:6]
+    missing = ", ".join(shortened(word, REASON_QUERY // 4) for word in said) or asked
     if evidence.get("filtered_out"):
         return f"looked for {asked!r}: no notebook or document passes the filters"
     if not evidence["missing"] and not evidence["coverage"]:  # no term to look for, held or not
@@ -86,7 +88,3 @@ def said_words(query: str, terms: Sequence[str], analyse: Callable[[str], list[s
             said[word] = None
             wanted -= found
     return [*said, *(term for term in terms if term in wanted)]
-
-
-def _clipped(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit] + "…"

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cellar.ingest.discovery import FileRefused, lone_surrogate
+from cellar.text import shortened
 
 SOURCES = ("document", "clauses", "records")  # what a non-notebook file is, as a source
 # Every block under a heading carries its title: a 208 KB heading over 2,000 paragraphs made
@@ -145,7 +146,7 @@ def first_heading(blocks: Iterable[Block]) -> str | None:
 def heading_title(title: str) -> str:
     """A section title as every block under it carries it (its heading path, its citation): cut
     at `MAX_HEADING_CHARS`. The heading's own block quotes it whole."""
-    return title if len(title) <= MAX_HEADING_CHARS else title[:MAX_HEADING_CHARS].rstrip() + "…"
+    return shortened(title, MAX_HEADING_CHARS)
 
 
 def _path(stack: list[tuple[int, str]]) -> tuple[str, ...]:
