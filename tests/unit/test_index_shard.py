@@ -212,11 +212,19 @@ def test_other_model_is_refused(built, shard_dir, model, tmp_path):
         open_shard(shard_dir, load_model(other))
 
 
-def test_other_format_is_refused(shard_dir):
+@pytest.mark.parametrize(
+    ("format", "message"),
+    [
+        (1, "shard format 1, this cellar reads format 3: index the archive again"),
+        ("3", "damaged, its format is '3', not a number"),
+        (True, "damaged, its format is True, not a number"),
+    ],
+)
+def test_other_format_is_refused(shard_dir, format, message):
     manifest = json.loads((shard_dir / MANIFEST).read_text())
-    manifest["format"] = 1
+    manifest["format"] = format
     (shard_dir / MANIFEST).write_text(json.dumps(manifest))
-    with pytest.raises(ShardError, match="shard format 1, this cellar reads format 3"):
+    with pytest.raises(ShardError, match=message):
         open_shard(shard_dir)
 
 

@@ -89,6 +89,8 @@ def checked_manifest(data: bytes, source: str) -> dict[str, Any]:
         claimed = manifest.pop("checksum")
     except (ValueError, KeyError, AttributeError, TypeError, RecursionError) as error:  # ValueError: not JSON
         raise ShardError(f"{where}: damaged, not a shard manifest ({error})") from None
+    if type(manifest.get("format")) is not int:  # a bool is no format either
+        raise ShardError(f"{where}: damaged, its format is {manifest.get('format')!r}, not a number")
     if manifest.get("format") != FORMAT:
         raise ShardError(
             f"{where}: shard format {manifest.get('format')!r}, this cellar reads format {FORMAT}: "
