@@ -248,6 +248,8 @@ PROBES = [
     ),
     # -- the host's environment ----------------------------------------------------------------------
     Probe("process-env", "print(dict(js.Object.entries(js.globalThis.process.env)))", r"TZ"),
+    # the machine's name, which names a host of the firm's: a name of the worker's own instead
+    Probe("os-hostname", "print('host name:', node('os').hostname())", r"host name: cellar-sandbox"),
     # -- the Python-level refusals (the first layer) -------------------------------------------------
     Probe("py-open-etc-passwd", "print(open('/etc/passwd').read())", r"PathRefused|refused"),
     Probe("py-open-host-file", "print(open({secret_file!r}).read())", r"PathRefused|refused"),

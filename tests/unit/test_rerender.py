@@ -105,7 +105,7 @@ def test_rerender_the_demo_archive_gives_the_designed_statuses(demo_fresh):
     table = summary(report)
     assert "clean" in table and "top stale reasons" in table and "diepgangen_22031.csv" in table
     # which boundary held, in the report and its table (this machine, and CI's, has all of it)
-    assert report["sandbox"]["namespaces"] == ["mount", "net", "pid"] and report["sandbox"]["permission"]
+    assert report["sandbox"]["namespaces"] == ["mount", "net", "pid", "uts", "ipc"] and report["sandbox"]["permission"]
     assert report["sandbox"]["summary"] in table and "NOT HELD" not in table
 
 

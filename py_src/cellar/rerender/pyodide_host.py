@@ -79,8 +79,11 @@ ECHO_LIMIT = 64 * 2**10
 # other process to signal) and a mount namespace in which Node runs chrooted into a root that holds
 # only the system's programs and the paths it may read (no other file, no Unix socket of the
 # host's: Node's permission model does not cover connecting to one). --kill-child: killing
-# unshare (a timeout) kills Node with it. Where the mount namespace fails, net and pid alone.
-_UNSHARE = ("--net", "--pid", "--fork", "--kill-child")
+# unshare (a timeout) kills Node with it. Where the mount namespace fails, the others alone.
+# UTS: a host name of its own (`os.hostname()` names no machine of the firm's); IPC: no System V
+# semaphore, shared memory or message queue of the host's.
+NAMESPACES = ("net", "pid", "uts", "ipc")
+_UNSHARE = ("--net", "--pid", "--uts", "--ipc", "--fork", "--kill-child")
 _MOUNT = ("--mount", "--propagation", "private")
 _AS_USER = ("--map-root-user",)
 # Run last, in the namespaces: Node starts with no capability, none to gain back (as root it could
@@ -120,6 +123,8 @@ shift
 # The new PID namespace's own /proc (Node reads its memory use there), read-only: no write to a
 # /proc file should a flaw of Node's permission model ever let one through
 mkdir -p "$new/proc"; mount -t proc -o ro,nosuid,nodev,noexec proc "$new/proc" 2>/dev/null || true
+# The host name, in the new UTS namespace only: until now, a copy of the host's
+echo cellar-sandbox > /proc/sys/kernel/hostname 2>/dev/null || true
 cd /
 unset OLDPWD PWD  # sh's, which would tell Node the host's working directory
 exec chroot "$new" "$@"
@@ -211,7 +216,7 @@ class Confinement:
         ]
 
     def namespaces(self) -> list[str]:
-        return (["mount", "net", "pid"] if self.new_root else ["net", "pid"]) if self.unshare else []
+        return (["mount", *NAMESPACES] if self.new_root else list(NAMESPACES)) if self.unshare else []
 
     def describe(self, memory_mb: int | None = None) -> str:
         """One line for a report: which boundaries hold (`memory_mb`: the workers' memory cap)."""
@@ -223,8 +228,12 @@ class Confinement:
             )
         if self.unshare:
             held.append(
-                "new network and PID namespaces (no network, 127.0.0.1 neither; no other process)"
-                + (", chrooted into a root of its own (no other file or Unix socket)" if self.new_root else "")
+                "new network, PID, UTS and IPC namespaces (no network, 127.0.0.1 neither; no other process)"
+                + (
+                    ", chrooted into a root of its own (no other file or Unix socket; host name cellar-sandbox)"
+                    if self.new_root
+                    else ""
+                )
                 + (", no capabilities" if self.setpriv else "")
             )
         if self.prlimit and memory_mb is not None:
