@@ -677,6 +677,27 @@ def test_the_technical_table_reads_energy_environment_costs_and_machine_parts():
     }
 
 
+def test_the_technical_table_reads_building_infrastructure_welding_and_service_notes():
+    """A tenth list (benchmarks/gold/dutch_words_j.tsv): `stomplas` (butt weld) was a dumb lake,
+    `wissel` (a railway's switch) a bill of exchange, `maat` a buddy, `duiker` (culvert) a diver;
+    `lasser`, `uitval` and `voldoet` were not read."""
+    words = ["stomplas", "wissel", "maat", "duiker", "lasser", "uitval", "voldoet", "schuifmaat"]
+    words += ["kalibratiecertificaat", "spoorvorming", "lekkende"]
+    assert first_senses(words) == {
+        "stomplas": "butt weld",
+        "wissel": "switch",
+        "maat": "dimension",
+        "duiker": "culvert",
+        "lasser": "welder",
+        "uitval": "failure",
+        "voldoet": "complies",
+        "schuifmaat": "caliper",
+        "kalibratiecertificaat": "calibration certificate",
+        "spoorvorming": "rutting",
+        "lekkende": "leaking",
+    }
+
+
 def test_the_technical_table_reads_trees_as_trees():
     """A Dutch keyword set written blind (benchmarks/gold/dutch_dev_d.jsonl): `aantal bomen` of a
     gradient-boosted ensemble read as bombs, `boom` as the English word, `onafhankelijke
