@@ -698,6 +698,26 @@ def test_the_technical_table_reads_building_infrastructure_welding_and_service_n
     }
 
 
+def test_the_technical_table_reads_machining_vehicles_processing_and_report_words():
+    """An eleventh list (benchmarks/gold/dutch_words_k.tsv): `draaibank` (lathe) was a turn bank,
+    `gereedschap` a shelf, `kolen` (coal) a witch, `landingsgestel` a herd, `gisting` excitement,
+    `toereikend` (sufficient) convey; `frezen` and `overschrijdt` were not read as meant."""
+    words = ["draaibank", "gereedschap", "kolen", "landingsgestel", "gisting", "toereikend", "frezen"]
+    words += ["werkstuk", "overschrijdt", "spuitgieten"]
+    assert first_senses(words) == {
+        "draaibank": "lathe",
+        "gereedschap": "tool",
+        "kolen": "coal",
+        "landingsgestel": "landing gear",
+        "gisting": "fermentation",
+        "toereikend": "sufficient",
+        "frezen": "milling",
+        "werkstuk": "workpiece",
+        "overschrijdt": "exceeds",
+        "spuitgieten": "injection moulding",  # not spuit + gieten, squirt casting
+    }
+
+
 def test_the_technical_table_reads_trees_as_trees():
     """A Dutch keyword set written blind (benchmarks/gold/dutch_dev_d.jsonl): `aantal bomen` of a
     gradient-boosted ensemble read as bombs, `boom` as the English word, `onafhankelijke
