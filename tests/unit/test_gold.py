@@ -233,3 +233,54 @@ def test_every_course_evidence_is_in_its_cell_and_no_near_miss_in_its_notebook(c
             if any(row["key_term"] in t for cell in cells for t in _texts(cell)):
                 wrong.append((row["id"], row["near"], "holds", row["key_term"]))
     assert not wrong, json.dumps(wrong, indent=1)
+
+
+PAIRED = HELDOUT.parent / "heldout_paired.jsonl"
+# The tuning sets over ../shared/corpus besides dev itself: what a held-out set must not share.
+TUNING_SETS = (
+    "dev_nl.jsonl",
+    "course_dev.jsonl",
+    "course_dev_b.jsonl",
+    "dutch_dev_b.jsonl",
+    "dutch_dev_c.jsonl",
+    "dutch_dev_d.jsonl",
+    "english_dev_b.jsonl",
+    "english_dev_c.jsonl",
+    "english_dev_d.jsonl",
+    "near_miss.jsonl",
+)
+
+
+@pytest.fixture(scope="module")
+def paired() -> dict[str, tuple[dict, dict]]:
+    """benchmarks/gold/heldout_paired.jsonl by pair: (the English question, the Dutch one)."""
+    rows = _gold(PAIRED)
+    by_pair: dict[str, list[dict]] = {}
+    for row in rows:
+        by_pair.setdefault(row["id"][:-2], []).append(row)
+    return {pair: (questions[0], questions[-1]) for pair, questions in by_pair.items()}
+
+
+def test_the_paired_set_asks_each_question_in_english_and_in_dutch(paired):
+    """The same question twice, so that Dutch and English are compared on what they ask, not on
+    which questions each language happened to get: same kind, same cells, ids `p001en`, `p001nl`."""
+    assert len(paired) == 24
+    for pair, (english, dutch) in paired.items():
+        assert (english["id"], dutch["id"]) == (f"{pair}en", f"{pair}nl")
+        assert (english["lang"], dutch["lang"]) == ("en", "nl") and english["query"] != dutch["query"]
+        assert english["kind"] == dutch["kind"] and english["kind"] in KINDS and english["expect"] == dutch["expect"]
+        assert (english["kind"] == "out_of_scope") == (not english["expect"]), pair
+    kinds = Counter(english["kind"] for english, _ in paired.values())
+    assert kinds == {"value": 13, "locate": 5, "vocabulary": 2, "out_of_scope": 4}
+
+
+def test_the_paired_set_touches_no_notebook_a_tuning_set_cites(paired, shared_corpus):
+    used = {e["path"] for english, _ in paired.values() for e in english["expect"]}
+    tuning = (_dev(shared_corpus) or []) + [row for name in TUNING_SETS for row in _gold(HELDOUT.parent / name)]
+    cited = {e["path"] for row in tuning for e in row["expect"]} | {row["near"] for row in tuning if "near" in row}
+    assert not used & cited
+
+
+def test_every_paired_evidence_is_in_its_cell(paired, shared_corpus):
+    wrong = _misplaced([english for english, _ in paired.values()], shared_corpus)
+    assert not wrong, json.dumps(wrong, indent=1)
