@@ -141,8 +141,10 @@ def test_malformed_requests_are_answered_not_dropped(hand_made):
         with socket.create_connection((address.hostname, address.port), timeout=30) as connection:
             connection.sendall(request)
             reply = b"".join(iter(lambda: connection.recv(4096), b""))
-        # (an unknown version is answered as HTTP/0.9 would be: the error page alone)
+        # (each answered with a status line and the headers, the policy among them: never as
+        # HTTP/0.9, the error page alone)
         assert b"Error code: 400" in reply or b"Error code: 505" in reply, (request, reply)
+        assert reply.startswith(b"HTTP/1.") and b"Content-Security-Policy" in reply, (request, reply)
     assert get(url, "/")[0] == 200  # and the server goes on
     process.terminate()
     assert "Traceback" not in process.communicate(timeout=10)[1]

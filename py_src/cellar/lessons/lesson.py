@@ -64,7 +64,11 @@ CHECKPOINT_KEYS = ("id", "check", "title", "task", "hint")
 LESSON_ID = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 FOLDER = re.compile(r"(\d{2})-([a-z0-9]+(?:-[a-z0-9]+)*)")
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-RUNNABLE = re.compile(r"^```python run[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
+# A runnable example: from a line "```python run" to the next line "```" (trailing blanks allowed);
+# matched line by line (`runnable_examples`): a regex that searches the rest of the text for a
+# close after every opening line takes quadratic time on a page of unclosed fences.
+RUNNABLE_OPEN = re.compile(r"```python run[ \t]*")
+RUNNABLE_CLOSE = re.compile(r"```[ \t]*")
 LEARNER_FILE = "main.py"
 
 
@@ -93,7 +97,7 @@ class Page:
     @property
     def examples(self) -> list[str]:
         """The source of each runnable example (```python run fences), in order."""
-        return RUNNABLE.findall(self.body)
+        return runnable_examples(self.body)
 
 
 @dataclass(frozen=True)
@@ -159,15 +163,21 @@ class Verdict:
 
 
 def read_lesson_files(path: str | PathLike[str]) -> dict[str, str]:
-    """The lesson folder's text files by relative POSIX path (hidden and cache folders skipped)."""
+    """The lesson folder's text files by relative POSIX path (hidden and cache folders skipped).
+
+    A symbolic link in the folder (to a file or a folder) is a LessonError naming it: a lesson is
+    published as its files, and a link could bring in one from anywhere on the machine.
+    """
     folder = Path(path)
     if not folder.is_dir():
         raise LessonError(f"{folder}: not a directory")
     files = {}
-    for file in sorted(folder.rglob("*")):
+    for file in sorted(folder.rglob("*")):  # (rglob lists a linked folder but does not enter it)
         relative = file.relative_to(folder)
         if any(part.startswith(".") or part == "__pycache__" for part in relative.parts):
             continue
+        if file.is_symlink():
+            raise LessonError(f"{file}: a symbolic link; a lesson folder holds only its own files (not followed)")
         if file.is_file() and file.suffix in TEXT_SUFFIXES:
             try:
                 files[relative.as_posix()] = file.read_text(encoding="utf-8")
@@ -238,8 +248,8 @@ def parse_page(text: str, lang: str) -> tuple[Page | None, list[str]]:
         return None, [f"{name}: front matter is not closed by a +++ line"]
     try:
         front = tomllib.loads("".join(lines[1:close]))
-    except tomllib.TOMLDecodeError as error:
-        return None, [f"{name}: front matter is not valid TOML: {error}"]
+    except (tomllib.TOMLDecodeError, RecursionError) as error:  # not TOML, or nested too deeply
+        return None, [f"{name}: front matter is not valid TOML: {_toml_problem(error)}"]
     problems = [f"{name}: front matter has an unknown key {key!r}" for key in front if key not in FRONT_MATTER]
     for key, kind in FRONT_MATTER.items():
         if key not in front:
@@ -266,6 +276,27 @@ def parse_page(text: str, lang: str) -> tuple[Page | None, list[str]]:
         body=body,
     )
     return page, []
+
+
+def _toml_problem(error: Exception) -> str:
+    # tomllib parses nested arrays and tables by recursion: deep nesting hits the recursion limit
+    return "nested too deeply" if isinstance(error, RecursionError) else str(error)
+
+
+def runnable_examples(body: str) -> list[str]:
+    """The source of each runnable example in a page's Markdown `body`, in order; a fence that is
+    never closed holds no example (nor does any fence after it)."""
+    examples, start = [], None
+    lines = body.split("\n")  # "\n" only: a line ending in "\r" is no fence line
+    for number, line in enumerate(lines):
+        if start is None:
+            # an opening line needs a line after it (the example starts on the next line)
+            if number + 1 < len(lines) and RUNNABLE_OPEN.fullmatch(line):
+                start = number + 1
+        elif RUNNABLE_CLOSE.fullmatch(line):
+            examples.append("".join(text + "\n" for text in lines[start:number]))
+            start = None
+    return examples
 
 
 def _front_matter_values(front: dict[str, Any], name: str) -> list[str]:
@@ -295,14 +326,17 @@ def parse_checkpoints(text: str) -> tuple[tuple[Checkpoint, ...], list[str]]:
     name = "checkpoints.toml"
     try:
         data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        return (), [f"{name}: not valid TOML: {error}"]
+    except (tomllib.TOMLDecodeError, RecursionError) as error:  # not TOML, or nested too deeply
+        return (), [f"{name}: not valid TOML: {_toml_problem(error)}"]
     problems = [f"{name}: unknown table or key {key!r}" for key in data if key != "checkpoint"]
     entries = data.get("checkpoint")
     if not isinstance(entries, list) or not entries:
         return (), problems + [f"{name}: has no [[checkpoint]] tables"]
     checkpoints = []
     for position, entry in enumerate(entries, 1):
+        if not isinstance(entry, dict):  # `checkpoint = [1]`: a list, but not of tables
+            problems.append(f"{name}: checkpoint {position} is not a table")
+            continue
         where = f"{name}: checkpoint {entry.get('id', position)!r}"
         entry_problems = [f"{where} has an unknown key {key!r}" for key in entry if key not in CHECKPOINT_KEYS]
         for key in ("id", "check"):

@@ -11,6 +11,10 @@ that send no headers) and `X-Content-Type-Options: nosniff`, and whatever lies u
 archive's folders (`DATA_FOLDERS`: notebooks, path map, blobs, fresh notebooks) is served as data
 that no browser runs or shows as a page: JSON, plain text or `application/octet-stream`, as an
 attachment, in a sandbox.
+
+And it serves the site folder and nothing else: no file that a link in it resolves to outside it
+(but see `serve_in_background`), no folder listing (the pages never fetch one), and no HTTP/0.9
+(whose responses carry no headers, so no policy).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import threading
 from http import HTTPStatus
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from os import PathLike
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -81,6 +86,28 @@ class SiteRequestHandler(SimpleHTTPRequestHandler):
     # A connection that sends nothing for this long is closed, so idle or half-sent requests do
     # not hold a thread each for ever.
     timeout = 60
+    # An error found before the request line names its version (a malformed line) is sent as
+    # HTTP/1.0, with the headers; the stdlib's default (HTTP/0.9) sends the error page alone.
+    default_request_version = "HTTP/1.0"
+
+    def handle(self) -> None:
+        """A client that goes away mid-response is no server error: one line in the verbose log,
+        not a traceback on the console for every such client."""
+        try:
+            super().handle()
+        except ConnectionError as error:  # BrokenPipeError, ConnectionResetError, ...
+            self.log_error("the client closed the connection (%s)", type(error).__name__)
+
+    def parse_request(self) -> bool:
+        """HTTP/0.9 is refused (a request line without a version, or naming 0.9): its response
+        would be the body alone, without the policy or nosniff. No browser sends it."""
+        if not super().parse_request():
+            return False
+        if self.request_version == "HTTP/0.9" or len(self.requestline.split()) == 2:
+            self.request_version = "HTTP/1.0"  # so that the refusal itself carries the headers
+            self.send_error(HTTPStatus.HTTP_VERSION_NOT_SUPPORTED, "HTTP/0.9 is not served")
+            return False
+        return True
 
     def is_data(self) -> bool:
         """Whether the request names a file under one of `DATA_FOLDERS`: judged on the file the
@@ -94,11 +121,37 @@ class SiteRequestHandler(SimpleHTTPRequestHandler):
         return served.split(os.sep)[0].casefold() in DATA_FOLDERS
 
     def send_head(self) -> Any:
-        """A path with a NUL byte is a bad request (no file has one; ``open`` would raise)."""
-        if "\0" in self.translate_path(self.path):
+        """A path that no file can have is a bad request: a NUL byte, or a lone surrogate (as
+        ``%ed%a0%80`` decodes to); ``open`` would raise on either. A file (or a folder's index
+        page) that resolves outside the site folder through a link is not found."""
+        path = self.translate_path(self.path)
+        try:
+            os.fsencode(path)
+        except UnicodeEncodeError:
+            self.send_error(HTTPStatus.BAD_REQUEST, "the path is not valid UTF-8")
+            return None
+        if "\0" in path:
             self.send_error(HTTPStatus.BAD_REQUEST, "NUL byte in the path")
             return None
+        # (a server made other than by make_server, as a benchmark makes its own, follows links)
+        if not getattr(self.server, "follow_links_out", True) and self.leads_out(path):
+            self.send_error(HTTPStatus.NOT_FOUND, "File not found")
+            return None
         return super().send_head()
+
+    def leads_out(self, path: str) -> bool:
+        """Whether the file at `path` (translated), or the index page the stdlib would serve for
+        a folder there, resolves to a place outside the site folder."""
+        site = Path(os.path.realpath(self.directory))
+        candidates = [path]
+        if os.path.isdir(path):
+            candidates += [os.path.join(path, index) for index in ("index.html", "index.htm")]
+        return any(not Path(os.path.realpath(candidate)).is_relative_to(site) for candidate in candidates)
+
+    def list_directory(self, path: str | PathLike[str]) -> None:
+        """No folder listings: every page the site fetches is a file, and a listing would show
+        what a hand put in the folder besides."""
+        self.send_error(HTTPStatus.NOT_FOUND, "File not found")
 
     def guess_type(self, path: str | PathLike[str]) -> str:
         if self.is_data():
@@ -125,18 +178,29 @@ class SiteRequestHandler(SimpleHTTPRequestHandler):
             super().log_message(format, *args)
 
 
-def make_server(root: str | PathLike[str], host: str = "127.0.0.1", port: int = 8000,
-                verbose: bool = False) -> ThreadingHTTPServer:
-    """A server for the site in `root`; port 0 picks a free port (see `server.server_port`)."""
+def make_server(
+    root: str | PathLike[str],
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    verbose: bool = False,
+    follow_links_out: bool = False,
+) -> ThreadingHTTPServer:
+    """A server for the site in `root`; port 0 picks a free port (see `server.server_port`).
+    With `follow_links_out`, links in `root` are followed wherever they lead."""
     handler = functools.partial(SiteRequestHandler, directory=str(root))
     server = ThreadingHTTPServer((host, port), handler)
     server.daemon_threads = True
     server.verbose = verbose  # type: ignore[attr-defined]
+    server.follow_links_out = follow_links_out  # type: ignore[attr-defined]
     return server
 
 
 def serve_in_background(root: str | PathLike[str], host: str = "127.0.0.1") -> ThreadingHTTPServer:
-    """Start a server on a free port in a daemon thread; stop it with `server.shutdown()`."""
-    server = make_server(root, host, 0)
+    """Start a server on a free port in a daemon thread; stop it with `server.shutdown()`.
+
+    For the browser tests and benchmarks, which serve sites assembled from links to the built
+    site's files: it follows links out of `root` (`cellar serve` does not).
+    """
+    server = make_server(root, host, 0, follow_links_out=True)
     threading.Thread(target=server.serve_forever, name="cellar-site", daemon=True).start()
     return server
