@@ -14,12 +14,14 @@ and a second run with nothing changed downloads nothing.
 from __future__ import annotations
 
 import argparse
+import errno
 import functools
 import hashlib
 import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import tarfile
@@ -29,6 +31,7 @@ import venv
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
+from typing import BinaryIO, NamedTuple
 
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
@@ -82,10 +85,14 @@ def log(message: str) -> None:
 
 
 def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
     with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
+        return sha256_handle(handle)
+
+
+def sha256_handle(handle: BinaryIO) -> str:
+    digest = hashlib.sha256()
+    for block in iter(lambda: handle.read(1 << 20), b""):
+        digest.update(block)
     return digest.hexdigest()
 
 
@@ -267,7 +274,7 @@ def source_fingerprint() -> str:
     digest = hashlib.sha256(sha256_file(ROOT / "pyproject.toml").encode())
     for path in sorted((ROOT / "py_src").rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts:
-            digest.update(str(path.relative_to(ROOT)).encode())
+            digest.update(os.fsencode(path.relative_to(ROOT)))
             digest.update(sha256_file(path).encode())
     return digest.hexdigest()
 
@@ -344,26 +351,187 @@ def step_js() -> Path:
 # --- index: the search shard of the archive ------------------------------------------------------
 
 
-def archive_files(corpus: Path) -> list[Path]:
+# What cellar reads of an archive, mirrored from cellar.ingest.discovery (DOCUMENT_SUFFIXES,
+# MAX_FILE_BYTES), cellar.rerender.vfs (MAX_BLOB_BYTES) and cellar.cli.index (GLOSSARY_FILE):
+# build.py runs before cellar is installed. tests/unit/test_build_hostile.py checks the copies.
+DOCUMENT_SUFFIXES = (
+    ".ipynb",
+    ".md",
+    ".markdown",
+    ".txt",
+    ".html",
+    ".htm",
+    ".pdf",
+    ".docx",
+    ".clauses.xml",
+    ".clauses.json",
+    ".records.csv",
+    ".records.jsonl",
+)
+MAX_FILE_BYTES = 100 * 1024 * 1024
+MAX_BLOB_BYTES = 1024 * 2**20
+GLOSSARY_FILE = "glossary.json"  # the archive's own glossary, at its root: read by `cellar index`
+
+_reported: set[str] = set()
+
+
+def report(path: str | os.PathLike[str], problem: str) -> None:
+    """Name an input file the build leaves out, and why, on stderr as `cellar index` does
+    (`path: problem`); once, though several steps list the same archive."""
+    line = f"{printable(path)}: {problem}"
+    if line not in _reported:
+        _reported.add(line)
+        print(line, file=sys.stderr, flush=True)
+
+
+def printable(path: str | os.PathLike[str]) -> str:
+    """A path as text that can always be printed: bytes that are not UTF-8 shown as `\\xNN`."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def os_problem(error: OSError) -> str:
+    """What an OSError on an input file means, in words."""
+    reason = error.strerror or str(error)
+    if error.errno == errno.ENAMETOOLONG:
+        return f"its path is longer than this system allows ({reason})"
+    if error.errno in (errno.ELOOP, errno.ENOTDIR):  # what O_NOFOLLOW (| O_DIRECTORY) says of a link
+        return f"it or a folder on its path became a symbolic link since it was listed ({reason}), not followed"
+    if error.errno == errno.ENOENT:
+        return f"gone since it was listed ({reason}; the next build sees the change)"
+    return reason
+
+
+class Refused(Exception):
+    """An input file that is not read; the message says why."""
+
+
+def archive_files(corpus: Path, report_left_out: bool = False) -> list[Path]:
     """Every regular file of a folder, for its fingerprint and the site (hidden folders skipped).
     As cellar reads an archive: a link is taken only when it resolves to a file inside the folder
     (so `-> /etc/passwd` is never published), linked folders are not walked, and FIFOs, sockets
-    and devices are left out. `corpus` itself may be a link (build/shard is one)."""
-    inside = corpus.resolve()
-    return sorted(
-        path
-        for path in corpus.rglob("*")
-        if path.is_file()
-        and not any(part.startswith(".") for part in path.relative_to(corpus).parts)
-        and path.resolve().is_relative_to(inside)
-    )
+    and devices are left out; `report_left_out` names each of those on stderr (the archive's are
+    named by `cellar index`). A path longer than the system allows is always reported, and the
+    listing goes on. `corpus` itself may be a link (build/shard is one)."""
+    inside = os.path.realpath(corpus)
+    found = []
+    for folder, folders, files in os.walk(corpus, onerror=unlisted):
+        folders[:] = sorted(name for name in folders if not name.startswith("."))
+        for name in folders if report_left_out else []:
+            if os.path.islink(os.path.join(folder, name)):  # os.walk lists it but does not walk it
+                report(Path(folder, name), "a symbolic link to a folder, not walked: not published")
+        for name in sorted(files):
+            if name.startswith("."):
+                continue
+            path = Path(folder, name)
+            try:
+                problem = left_out(path, inside)
+            except OSError as error:  # a name past the system's path length
+                report(path, f"{os_problem(error)}: not published")
+                continue
+            if problem is None:
+                found.append(path)
+            elif report_left_out:
+                report(path, f"{problem}: not published")
+    return sorted(found)
 
 
-def fingerprint(*paths: Path) -> str:
-    """The sources' fingerprint and every given file's name and SHA-256, as one digest."""
+def unlisted(error: OSError) -> None:
+    """os.walk's report of a folder it cannot list: past the system's path length, no permission."""
+    report(error.filename, f"cannot list the folder: {os_problem(error)}: nothing below it is published")
+
+
+def left_out(path: Path, inside: str) -> str | None:
+    """Why the listed `path` is not a file of the folder `inside` (None: it is one)."""
+    if not path.is_file():
+        return "not a regular file (a FIFO, socket or device, or a link that dangles or loops)"
+    target = os.path.realpath(path)
+    if not Path(target).is_relative_to(inside):
+        return f"a symbolic link to {printable(target)}, outside {printable(inside)}"
+    return None
+
+
+def open_below(root: Path, path: Path, limit: int | None = None) -> int:
+    """A descriptor of the regular file `path` listed in the folder `root` (or of the file inside
+    `root` that it links to), refused (Refused) if it is anything else or over `limit` bytes.
+
+    The listing checked links, but the file may be swapped for one since (or during this call). So
+    `path` is resolved once, and the result is opened from `root` one name at a time with
+    O_NOFOLLOW (O_DIRECTORY for folders): no link at all is followed after that, so whatever is
+    swapped in, the open fails or stays in `root`. (A plain open checked afterwards, by realpath
+    or inode, would race in the same way, or trust that inodes are never reused.) O_NONBLOCK:
+    opening a FIFO swapped in does not wait; fstat then refuses it."""
+    top = os.path.realpath(root)
+    target = os.path.realpath(path)
+    if target == top or not Path(target).is_relative_to(top):
+        raise Refused(f"a symbolic link to {printable(target)}, outside {printable(top)}")
+    names = Path(target).relative_to(top).parts
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        folder = os.open(top, flags | os.O_DIRECTORY)
+        try:
+            for name in names[:-1]:
+                inner = os.open(name, flags | os.O_DIRECTORY, dir_fd=folder)
+                os.close(folder)
+                folder = inner
+            descriptor = os.open(names[-1], flags | os.O_NONBLOCK, dir_fd=folder)
+        finally:
+            os.close(folder)
+        info = os.fstat(descriptor)
+    except OSError as error:
+        raise Refused(os_problem(error)) from None
+    problem = None
+    if not stat.S_ISREG(info.st_mode):
+        problem = "not a regular file (any more)"
+    elif limit is not None and info.st_size > limit:
+        problem = f"{size(info.st_size)}, over the {size(limit)} limit for one file"
+    if problem:
+        os.close(descriptor)
+        raise Refused(problem)
+    return descriptor
+
+
+def size(count: int) -> str:
+    return f"{count / 2**20:.1f} MB" if count >= 2**20 else f"{count} bytes"
+
+
+def read_limit(relative: str) -> int:
+    """How many bytes of the archive file at `relative` (a POSIX path) cellar reads or the site
+    publishes: a blob up to cellar's blob limit, a document, the glossary or another published
+    file up to cellar's limit for one file, any other file none (nothing reads it)."""
+    if BLOB_FILE.fullmatch(relative):
+        return MAX_BLOB_BYTES
+    if published(relative) or relative == GLOSSARY_FILE or relative.lower().endswith(DOCUMENT_SUFFIXES):
+        return MAX_FILE_BYTES
+    return 0
+
+
+def file_mark(corpus: Path, path: Path) -> bytes:
+    """What a fingerprint holds of one archive file: the SHA-256 of the bytes cellar reads or the
+    site publishes (`read_limit`), else its size, mtime and inode, which change whenever it is
+    written. Content, where it is read: an mtime can miss a write within its clock tick. Only the
+    stat, elsewhere: a 4 GB data file is then not read on every build, for nothing. A file that
+    cannot be read is marked so (cellar or the publication names it), and the next build, once
+    it reads, sees a change."""
+    limit = read_limit(path.relative_to(corpus).as_posix())
+    try:
+        info = os.stat(path)
+        if info.st_size > limit:
+            return f"stat {info.st_size} {info.st_mtime_ns} {info.st_ino}".encode()
+        with open(open_below(corpus, path, limit), "rb") as handle:
+            return sha256_handle(handle).encode()
+    except (OSError, Refused):
+        return b"unread"
+
+
+def fingerprint(*paths: Path, archive: Path | None = None) -> str:
+    """The sources' fingerprint, every given file's name and SHA-256 and every `archive` file's
+    name and mark (`file_mark`), as one digest: what a step's output was made from."""
     digest = hashlib.sha256(source_fingerprint().encode())
     for path in paths:
-        digest.update(f"{path}\0{sha256_file(path)}\n".encode())
+        digest.update(b"%s\0%s\n" % (os.fsencode(path), sha256_file(path).encode()))
+    if archive is not None:
+        for path in archive_files(archive):
+            digest.update(b"%s\0%s\n" % (os.fsencode(path), file_mark(archive, path)))
     return digest.hexdigest()
 
 
@@ -388,7 +556,7 @@ def run_cellar_into(out: Path, digest: str, what: str, arguments: list[str], acc
 def step_rerender(corpus: Path, site: Path = SITE, rerendered: Path = RERENDERED) -> Path:
     """Re-run the archive's notebooks in Pyodide with `cellar rerender` into build/rerendered,
     using the runtime and wheels already in site/ (skipped when nothing changed)."""
-    digest = fingerprint(*archive_files(corpus), site / "build.json")
+    digest = fingerprint(site / "build.json", archive=corpus)
     return run_cellar_into(
         rerendered,
         digest,
@@ -402,7 +570,7 @@ def step_index(corpus: Path, gold: Path | None, rerendered: Path | None, shard: 
     fresh outputs of `rerendered` (None: the saved outputs, unchecked); with a gold set, the
     refusal thresholds are calibrated on it."""
     fresh = archive_files(rerendered) if rerendered else []
-    digest = fingerprint(*archive_files(corpus), *([gold] if gold else []), *fresh)
+    digest = fingerprint(*([gold] if gold else []), *fresh, archive=corpus)
     calibrate = ["--calibrate", str(gold)] if gold else []
     fresh_outputs = ["--rerendered", str(rerendered)] if rerendered else []
     # exit status 1: some files were skipped and reported; the shard is still written
@@ -457,10 +625,19 @@ def runtime_plan(
     return plan, {"info": lock["info"], "packages": packages}
 
 
-def content_plan(bundles: Path, corpus: Path, shard: Path, rerendered: Path | None) -> dict[str, Path]:
+class Source(NamedTuple):
+    """A file the site publishes from a folder the build does not make itself (the archive, a
+    lesson, cellar's output): read only inside `root` (`open_below`), at most `limit` bytes."""
+
+    path: Path
+    root: Path
+    limit: int | None = None
+
+
+def content_plan(bundles: Path, corpus: Path, shard: Path, rerendered: Path | None) -> dict[str, Path | Source]:
     """What else site/ holds: pages, bundles, lessons, the shard, the archive and the
     re-rendered notebooks, as relative path -> source file."""
-    plan: dict[str, Path] = {}
+    plan: dict[str, Path | Source] = {}
     for path in sorted(WEB.rglob("*")):
         if path.is_file() and path.parent != WEB / "bundles":  # those are bundled, not copied
             plan[path.relative_to(WEB).as_posix()] = path
@@ -468,16 +645,31 @@ def content_plan(bundles: Path, corpus: Path, shard: Path, rerendered: Path | No
         plan[f"bundles/{path.name}"] = path
     for folder, files in lesson_files().items():
         for name in files:
-            plan[f"lessons/{folder}/{name}"] = LESSONS / folder / name
+            plan[f"lessons/{folder}/{name}"] = Source(LESSONS / folder / name, LESSONS / folder)
     for path in archive_files(shard):
-        plan[f"shard/{path.relative_to(shard).as_posix()}"] = path
+        if site_name(shard, path):
+            plan[f"shard/{path.relative_to(shard).as_posix()}"] = Source(path, shard)
     for path in published_archive(corpus):  # the notebooks for the viewer, and inputs for re-rendering
-        plan[f"archive/{path.relative_to(corpus).as_posix()}"] = path
-    for path in archive_files(rerendered) if rerendered else []:  # fresh notebooks and report.json
-        relative = path.relative_to(rerendered).as_posix()
-        if relative.lower().endswith(".ipynb") or relative == "report.json":
-            plan[f"rendered/{relative}"] = path
+        relative = path.relative_to(corpus).as_posix()
+        plan[f"archive/{relative}"] = Source(path, corpus, read_limit(relative))
+    if rerendered is not None:
+        for path in archive_files(rerendered):  # fresh notebooks and report.json
+            relative = path.relative_to(rerendered).as_posix()
+            if (relative.lower().endswith(".ipynb") or relative == "report.json") and site_name(rerendered, path):
+                plan[f"rendered/{relative}"] = Source(path, rerendered)
     return plan
+
+
+def site_name(root: Path, path: Path) -> bool:
+    """Whether the file `path` of `root` can be published under its name: one that is not UTF-8
+    (kept by os.fsdecode as surrogate escapes) cannot be a URL or a JSON string, and is reported
+    as `cellar index` reports it."""
+    try:
+        path.relative_to(root).as_posix().encode("utf-8")
+    except UnicodeEncodeError:
+        report(path, "the file name is not valid UTF-8: not published (rename the file)")
+        return False
+    return True
 
 
 # What the site publishes of an archive: what its pages fetch as data, and nothing else.
@@ -494,31 +686,70 @@ def published(relative: str) -> bool:
 
 
 def published_archive(corpus: Path) -> list[Path]:
-    """The archive files the site publishes (see `published`)."""
-    return [path for path in archive_files(corpus) if published(path.relative_to(corpus).as_posix())]
+    """The archive files the site publishes (see `published`; a name that is not UTF-8 is
+    reported and left out)."""
+    return [
+        path
+        for path in archive_files(corpus)
+        if published(path.relative_to(corpus).as_posix()) and site_name(corpus, path)
+    ]
 
 
 def lesson_files() -> dict[str, list[str]]:
-    """Each lesson folder's files (what the lesson page fetches), by folder name."""
-    return {
-        folder.name: sorted(
+    """Each lesson folder's files (what the lesson page fetches), by folder name: its regular
+    files inside it, as `archive_files` lists an archive's, so no hidden file (`.env`, an editor's
+    swap file) and no link out of the folder; caches are left out too. A linked lesson folder, a
+    link out, a FIFO or a name that is not UTF-8 is reported and left out."""
+    lessons = {}
+    for folder in sorted(LESSONS.iterdir()):
+        if folder.name.startswith(".") or not folder.is_dir():
+            continue
+        if folder.is_symlink():
+            report(folder, "a symbolic link to a folder, not walked: not published")
+            continue
+        lessons[folder.name] = sorted(
             path.relative_to(folder).as_posix()
-            for path in folder.rglob("*")
-            if path.is_file() and "__pycache__" not in path.parts
+            for path in archive_files(folder, report_left_out=True)
+            if "__pycache__" not in path.parts and site_name(LESSONS, path)
         )
-        for folder in sorted(LESSONS.iterdir())
-        if folder.is_dir()
-    }
+    return lessons
 
 
-def sync_file(source: Path, target: Path) -> bool:
-    """Copy source to target unless identical already; True when something was written."""
-    if target.exists() and target.stat().st_size == source.stat().st_size:
-        if sha256_file(target) == sha256_file(source):
-            return False
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(source, target)
+def open_source(source: Path | Source) -> int:
+    """A descriptor of a file to publish: the build's own files as they are, the others only
+    inside their folder (`open_below`)."""
+    if isinstance(source, Source):
+        return open_below(source.root, source.path, source.limit)
+    return os.open(source, os.O_RDONLY | os.O_CLOEXEC)
+
+
+def sync_file(source: Path | Source, target: Path) -> bool:
+    """Copy source to target unless identical already; True when something was written. What is
+    compared and copied is read from one descriptor, never from the path again (which a link may
+    have replaced by then). Refused: a source that cannot be read safely (`open_below`)."""
+    with open(open_source(source), "rb") as handle:
+        if target.is_file() and target.stat().st_size == os.fstat(handle.fileno()).st_size:
+            if sha256_file(target) == sha256_handle(handle):
+                return False
+            handle.seek(0)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target, "wb") as copy:
+            shutil.copyfileobj(handle, copy, 1 << 20)
     return True
+
+
+def publish(plan: dict[str, Path | Source], site: Path) -> int:
+    """Copy each planned file into `site`; how many were written. A file refused (gone, or
+    swapped for a link or a FIFO since it was listed) is reported and taken out of `plan`, so
+    that a copy from an earlier build goes with the other stale files."""
+    written = 0
+    for relative, source in list(plan.items()):
+        try:
+            written += sync_file(source, site / relative)
+        except Refused as error:  # only a Source is refused
+            report(source.path if isinstance(source, Source) else source, f"{error}: not published")
+            del plan[relative]
+    return written
 
 
 def write_if_changed(target: Path, content: str) -> bool:
@@ -534,7 +765,7 @@ def work_folder(out: Path) -> Path:
     build/ for site/, build/sites/<hash of the path>/ for another (so sites never share them)."""
     if out.resolve() == SITE.resolve():
         return ROOT / "build"
-    return ROOT / "build" / "sites" / hashlib.sha256(str(out.resolve()).encode()).hexdigest()[:16]
+    return ROOT / "build" / "sites" / hashlib.sha256(os.fsencode(out.resolve())).hexdigest()[:16]
 
 
 def step_site(corpus: Path = DEMO_ARCHIVE, gold: Path | None = None, rerender: bool = True, out: Path = SITE) -> Path:
@@ -559,8 +790,9 @@ def step_site(corpus: Path = DEMO_ARCHIVE, gold: Path | None = None, rerender: b
     split = len(compiled) - len(boot)
     wheels = compiled[:split]
     bundles = step_js()
-    plan, site_lock = runtime_plan(runtime, lock, wheels, dict(zip(BYTECODE_PACKAGES, compiled[split:])), stdlib)
-    written = sum(sync_file(source, SITE / relative) for relative, source in plan.items())
+    own, site_lock = runtime_plan(runtime, lock, wheels, dict(zip(BYTECODE_PACKAGES, compiled[split:])), stdlib)
+    plan: dict[str, Path | Source] = dict(own)
+    written = publish(plan, SITE)
     written += write_if_changed(SITE / "pyodide/pyodide-lock.json", json.dumps(site_lock, indent=1))
     manifest = {
         "cellar_version": wheel_version(wheels[0]),
@@ -575,8 +807,11 @@ def step_site(corpus: Path = DEMO_ARCHIVE, gold: Path | None = None, rerender: b
     rerendered = step_rerender(corpus, SITE, work / "rerendered") if rerender else None
     shard = step_index(corpus, gold, rerendered, work / "shard")
     plan.update(content_plan(bundles, corpus, shard, rerendered))
-    written += sum(sync_file(source, SITE / relative) for relative, source in plan.items())
-    lessons = [{"folder": folder, "files": files} for folder, files in lesson_files().items()]
+    written += publish(plan, SITE)
+    lessons = [
+        {"folder": folder, "files": [name for name in files if f"lessons/{folder}/{name}" in plan]}
+        for folder, files in lesson_files().items()
+    ]
     written += write_if_changed(SITE / "lessons/index.json", json.dumps({"lessons": lessons}, indent=1))
     keep = set(plan) | {"pyodide/pyodide-lock.json", "build.json", "lessons/index.json"}
     for path in sorted(SITE.rglob("*"), reverse=True):
@@ -679,6 +914,22 @@ def add_archive_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=SITE, help=OUT_HELP)
 
 
+def nested(corpus: Path, out: Path) -> str | None:
+    """What is wrong when the site folder and the archive lie one inside the other, else None."""
+    corpus, out = corpus.resolve(), out.resolve()
+    if out.is_relative_to(corpus):
+        return (
+            f"--out {out} is inside --corpus {corpus}: every build would index the site's own pages "
+            "as documents of the archive; choose a site folder outside the archive"
+        )
+    if corpus.is_relative_to(out):
+        return (
+            f"--corpus {corpus} is inside --out {out}: the build removes from its site folder every "
+            "file it did not publish, the archive's among them; choose a site folder outside the archive"
+        )
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(title="commands", dest="command", required=True)
@@ -696,6 +947,8 @@ def main(argv: list[str] | None = None) -> int:
     test = commands.add_parser("test", help="build the site and run the whole test suite")
     test.add_argument("pytest_args", nargs=argparse.REMAINDER, help="passed on to pytest")
     args = parser.parse_args(argv)
+    if args.command in ("site", "serve") and (problem := nested(args.corpus, args.out)):
+        parser.error(problem)  # exit status 2, as for any other misuse of the options
     try:
         if args.command == "serve":
             return command_serve(args)
