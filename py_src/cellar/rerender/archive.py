@@ -15,8 +15,10 @@ from dataclasses import asdict, dataclass, field
 from os import PathLike
 from typing import Any
 
+from cellar.ingest.discovery import FileRefused, read_document
 from cellar.rerender.vfs import (
     FORMAT,
+    MAX_BLOB_BYTES,
     PATHMAP_FILE,
     BlobCorrupt,
     BlobNotFound,
@@ -40,18 +42,25 @@ class AddReport:
 
 def _load_or_empty(archive: str) -> PathMap:
     mapfile = os.path.join(archive, PATHMAP_FILE)
-    if os.path.exists(mapfile):
+    if os.path.lexists(mapfile):  # a dangling link is reported by load_pathmap, not taken for no map
         return load_pathmap(mapfile)
     return PathMap.empty()
 
 
 def _tree_files(folder: str) -> Iterator[tuple[str, str]]:
-    """(relative path with '/', file path) for every file below `folder`, in a fixed order."""
-    for parent, subdirs, names in os.walk(folder):
-        subdirs.sort()
-        for name in sorted(names):
+    """(relative path with '/', file path) for every name below `folder`, in a fixed order, listed
+    as `find_documents` lists an archive: a link to a folder is yielded, never walked, and so is a
+    folder that cannot be listed, so that reading each one (`read_document`) names it rather than
+    skipping it silently."""
+    unlisted: list[OSError] = []
+    for parent, subdirs, names in os.walk(folder, onerror=unlisted.append):
+        linked = [name for name in subdirs if os.path.islink(os.path.join(parent, name))]
+        subdirs[:] = sorted(name for name in subdirs if name not in linked)
+        for name in sorted(names + linked):
             full = os.path.join(parent, name)
             yield os.path.relpath(full, folder).replace(os.sep, "/"), full
+    for error in unlisted:
+        yield os.path.relpath(error.filename, folder).replace(os.sep, "/"), error.filename
 
 
 def add_to_archive(
@@ -111,14 +120,19 @@ def add_to_archive(
         tree = new_trees.setdefault(tree_names.setdefault(root.key, str(root)), {})
         for relative, local in _tree_files(os.fspath(folder)):
             try:
+                # as an archive's files are read: regular files only, no link out of the folder, never
+                # blocking (a FIFO), so that nothing from outside it becomes a blob the site publishes
+                data = read_document(local, folder, limit=MAX_BLOB_BYTES)
                 target = tree_target(root, relative)
-            except VfsError as error:
+                blob = store.write(data)
+            except FileRefused as error:
+                report.errors.append(f"{local}: {error.problem}")
+                continue
+            except (OSError, VfsError) as error:
                 report.errors.append(f"{local}: {getattr(error, 'strerror', None) or error}")
                 continue
-            blob = store_file(local)
-            if blob is not None:
-                tree[relative] = blob
-                report.added.append((str(target), blob))
+            tree[relative] = blob
+            report.added.append((str(target), blob))
 
     if new_files or new_trees:
         mapfile = os.path.join(archive, PATHMAP_FILE)

@@ -79,6 +79,10 @@ PATHMAP_FILE = "pathmap.json"
 MAX_PATH_CHARS = 4096  # POSIX PATH_MAX; Windows' own limit (32,767) is far beyond any real archive
 MAX_NAME_CHARS = 255
 MAX_BLOB_BYTES = 1024 * 2**20  # one input file of a notebook (a blob): larger ones are refused unread
+# The folders a path map may imply: each costs a node of the tree (a few hundred bytes), so a map of
+# 1,000 paths 2,000 folders deep, 6 MB, took 1.1 GB; an archive's tens of thousands of input files
+# sit in far fewer folders.
+MAX_IMPLIED_FOLDERS = 200_000
 BLOB_PATTERN = re.compile(r"sha256:([0-9a-f]{64})")
 _WINDOWS_BAD_CHARS = frozenset('<>:"|?*')
 _DEVICE_NAMES = frozenset(
@@ -348,14 +352,27 @@ def verify_blob(blob_id: str, data: bytes, where: str = "") -> bytes:
 # -- The path map -----------------------------------------------------------------------------------
 
 
+class _Folder:
+    """A folder that the path map implies, as a node of a tree of folders: each name of a path is
+    one step down from its parent, so building and looking up cost the length of the path, never
+    its square (a key per ancestor would fold and hash every prefix again)."""
+
+    __slots__ = ("names", "folders", "entry", "tree")
+
+    def __init__(self, entry: str) -> None:
+        self.names: dict[str, str] = {}  # folded name -> name as first mapped, files and folders alike
+        self.folders: dict[str, _Folder] = {}  # folded name -> the subfolder
+        self.entry = entry  # the first entry that implies the folder, for error messages
+        self.tree = False  # a tree's prefix: every path below it is NotInPathMap, not refused
+
+
 @dataclass(frozen=True, eq=False)
 class PathMap:
     """Logical paths -> blob ids, with the folders they imply. Build it with `from_dict`."""
 
     data: dict[str, Any]  # the map as pathmap.json holds it, keys sorted
     files: dict[tuple[str, ...], tuple[str, str]] = field(repr=False)  # key -> (path, blob id)
-    dirs: dict[tuple[str, ...], dict[str, str]] = field(repr=False)  # key -> {folded name: name}
-    trees: frozenset[tuple[str, ...]] = field(repr=False)
+    roots: dict[str, _Folder] = field(repr=False)  # folded root (share, drive, / or ~) -> its folder
 
     @classmethod
     def from_dict(cls, data: object, source: str = PATHMAP_FILE) -> PathMap:
@@ -382,9 +399,9 @@ class PathMap:
     def listdir(self, path: AnyPath, cwd: AnyPath | None = None) -> list[str]:
         """The names in a folder that the map implies, sorted."""
         target = logical_path(path, cwd)
-        names = self.dirs.get(target.key)
-        if names is not None:
-            return sorted(names.values())
+        folder = self._folder(target.key)
+        if folder is not None:
+            return sorted(folder.names.values())
         if target.key in self.files:
             raise NotADirectory(errno.ENOTDIR, "a file in the archive's path map, not a folder", _shown(_text(path)))
         raise self._missing(target, _text(path))
@@ -392,13 +409,14 @@ class PathMap:
     def exists(self, path: AnyPath, cwd: AnyPath | None = None) -> bool:
         """Whether `path` is a mapped file or implied folder; False for refused paths, like os.path.exists."""
         key = self._key(path, cwd)
-        return key in self.files or key in self.dirs
+        return key is not None and (key in self.files or self._folder(key) is not None)
 
     def isfile(self, path: AnyPath, cwd: AnyPath | None = None) -> bool:
         return self._key(path, cwd) in self.files
 
     def isdir(self, path: AnyPath, cwd: AnyPath | None = None) -> bool:
-        return self._key(path, cwd) in self.dirs
+        key = self._key(path, cwd)
+        return key is not None and self._folder(key) is not None
 
     def _key(self, path: AnyPath, cwd: AnyPath | None) -> tuple[str, ...] | None:
         try:
@@ -406,13 +424,30 @@ class PathMap:
         except VfsError:
             return None
 
+    def _folders(self, key: tuple[str, ...]) -> list[_Folder]:
+        """The implied folders along `key`, from its root down, as far as the map implies them."""
+        found: list[_Folder] = []
+        below = self.roots
+        for name in key:
+            folder = below.get(name)
+            if folder is None:
+                break
+            found.append(folder)
+            below = folder.folders
+        return found
+
+    def _folder(self, key: tuple[str, ...]) -> _Folder | None:
+        found = self._folders(key)
+        return found[-1] if len(found) == len(key) else None
+
     def _missing(self, target: LogicalPath, text: str) -> VfsError:
         """The error for a path that names no mapped file: which depends on where it points."""
         key = target.key
-        if key in self.dirs:
+        found = self._folders(key)
+        if len(found) == len(key):
             return IsADirectory(errno.EISDIR, "a folder in the archive's path map, not a file", _shown(text))
-        under_tree = any(key[:depth] in self.trees for depth in range(1, len(key)))
-        if under_tree or key[:-1] in self.dirs:
+        under_tree = any(folder.tree for folder in found[: len(key) - 1])
+        if under_tree or (len(key) > 1 and len(found) == len(key) - 1):  # below a tree, or its folder is mapped
             resolved = str(target)
             note = "" if resolved == text else f" (resolved to {_shown(resolved)!r})"
             return NotInPathMap(errno.ENOENT, f"not in the archive's path map{note}", _shown(text))
@@ -426,9 +461,8 @@ class _Builder:
         self.source = source
         self.files: dict[tuple[str, ...], tuple[str, str]] = {}
         self.file_entry: dict[tuple[str, ...], str] = {}
-        self.dirs: dict[tuple[str, ...], dict[str, str]] = {}
-        self.dir_entry: dict[tuple[str, ...], str] = {}
-        self.trees: set[tuple[str, ...]] = set()
+        self.roots: dict[str, _Folder] = {}
+        self.folders = 0  # implied so far, up to MAX_IMPLIED_FOLDERS
 
     def fail(self, entry: str, problem: str) -> PathMapError:
         return PathMapError(f"{self.source}: {entry}: {problem}")
@@ -456,8 +490,7 @@ class _Builder:
             root = self.path(prefix, entry)
             if not isinstance(tree, dict):
                 raise self.fail(entry, f"must be a JSON object of relative paths, not {type(tree).__name__}")
-            self.add_dir(root, entry)
-            self.trees.add(root.key)
+            self.add_dir(root, entry).tree = True
             for relative, blob in sorted(tree.items()):
                 inner = f"{entry}[{relative!r}]"
                 self.add_file(self.tree_path(root, relative, inner), blob, inner)
@@ -466,7 +499,7 @@ class _Builder:
             "files": dict(sorted(files.items())),
             "trees": {prefix: dict(sorted(tree.items())) for prefix, tree in sorted(trees.items())},
         }
-        return PathMap(clean, self.files, self.dirs, frozenset(self.trees))
+        return PathMap(clean, self.files, self.roots)
 
     def path(self, logical: object, entry: str) -> LogicalPath:
         if not isinstance(logical, str):
@@ -484,16 +517,24 @@ class _Builder:
         except OSError as error:
             raise self.fail(entry, error.strerror or str(error)) from None
 
-    def add_dir(self, target: LogicalPath, entry: str) -> None:
-        for depth in range(len(target.parts) + 1):
-            folder = LogicalPath(target.flavour, target.root, target.parts[:depth])
-            if folder.key in self.files:
-                owner = self.file_entry[folder.key]
-                raise self.fail(entry, f"puts files below {str(folder)!r}, which {owner} maps as a file")
-            self.dirs.setdefault(folder.key, {})
-            self.dir_entry.setdefault(folder.key, entry)
-            if depth < len(target.parts):
-                self.dirs[folder.key].setdefault(target.key[depth + 1], target.parts[depth])
+    def add_dir(self, target: LogicalPath, entry: str) -> _Folder:
+        """The folder `target`, made with every folder above it that is new: one step per name."""
+        key = target.key  # each name folded once
+        folder = self.roots.setdefault(key[0], _Folder(entry))
+        for depth, name in enumerate(key[1:]):
+            below = folder.folders.get(name)
+            if below is None:
+                if name in folder.names:  # named, but not a folder: a file
+                    above = LogicalPath(target.flavour, target.root, target.parts[: depth + 1])
+                    owner = self.file_entry[key[: depth + 2]]
+                    raise self.fail(entry, f"puts files below {str(above)!r}, which {owner} maps as a file")
+                self.folders += 1
+                if self.folders > MAX_IMPLIED_FOLDERS:
+                    raise self.fail(entry, f"the map implies more than {MAX_IMPLIED_FOLDERS:,} folders")
+                below = folder.folders[name] = _Folder(entry)
+                folder.names[name] = target.parts[depth]
+            folder = below
+        return folder
 
     def add_file(self, target: LogicalPath, blob: object, entry: str) -> None:
         try:
@@ -502,13 +543,12 @@ class _Builder:
             raise self.fail(entry, str(error)) from None
         assert isinstance(blob, str)  # check_blob_id accepts strings only
         key = target.key
-        if key in self.dirs:
-            raise self.fail(entry, f"{str(target)!r} is a folder of {self.dir_entry[key]}")
         if key in self.files and self.files[key][1] != blob:
             raise self.fail(entry, f"maps the same path as {self.file_entry[key]} to another blob")
-        parent = LogicalPath(target.flavour, target.root, target.parts[:-1])
-        self.add_dir(parent, entry)
-        self.dirs[parent.key].setdefault(key[-1], target.parts[-1])
+        parent = self.add_dir(LogicalPath(target.flavour, target.root, target.parts[:-1]), entry)
+        if key[-1] in parent.folders:
+            raise self.fail(entry, f"{str(target)!r} is a folder of {parent.folders[key[-1]].entry}")
+        parent.names.setdefault(key[-1], target.parts[-1])
         self.files.setdefault(key, (str(target), blob))
         self.file_entry.setdefault(key, entry)
 
@@ -524,10 +564,20 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def load_pathmap(path: str | PathLike[str]) -> PathMap:
-    """Read and validate a pathmap.json; PathMapError names the file and what is wrong."""
+    """Read and validate a pathmap.json; PathMapError names the file and what is wrong.
+
+    It is read as `cellar rerender` reads it, as any file of the archive (`read_document`, the
+    archive being its folder): a FIFO, a device, a link out of the archive or a file over the
+    size limit is a PathMapError, never opened, so it cannot hang or exhaust memory.
+    """
     source = os.fspath(path)
-    with open(source, "rb") as handle:
-        return parse_pathmap(handle.read(), source)
+    if not os.path.lexists(source):
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), source)
+    try:
+        raw = read_document(source, os.path.dirname(os.path.abspath(source)))
+    except FileRefused as error:
+        raise PathMapError(f"{source}: {error.problem}") from None
+    return parse_pathmap(raw, source)
 
 
 def parse_pathmap(raw: bytes, source: str = PATHMAP_FILE) -> PathMap:
@@ -624,10 +674,23 @@ class BlobStore:
         except (BlobNotFound, BlobCorrupt):
             pass  # absent, or damaged and now repaired
         if self._fs is None:
+            self._check_folders(blob_id)
             _write_atomic(self._path(blob_id), data)
         else:
             self._fs.pipe_file(self._path(blob_id), data)
         return blob_id
+
+    def _check_folders(self, blob_id: str) -> None:
+        """Refuse to write a blob through a store folder (`blobs`, `blobs/sha256`, `blobs/sha256/<ab>`)
+        that is a symbolic link or not a folder: the blob would land outside the archive, and
+        `read` (which refuses such folders) would call it corrupt. Checked before any folder is made,
+        so nothing is created through a link either."""
+        folder = self.root
+        for name in blob_path(blob_id).split("/")[:-1]:
+            folder = os.path.join(folder, name)
+            if os.path.islink(folder) or (os.path.lexists(folder) and not os.path.isdir(folder)):
+                what = "a symbolic link" if os.path.islink(folder) else "not a folder"
+                raise PermissionError(errno.EACCES, f"{folder}: {what} in the blob store: no blob is written there")
 
     def ids(self) -> list[str]:
         """The ids of all blobs in the store, sorted; stray files are not blobs and are left out."""
