@@ -72,6 +72,11 @@ _SEPARATORS = re.compile(r"[.\-_]+")
 # An abbreviation's expansion is a phrase (`kk` -> `kortsluiting`): each use of it in a query or a
 # note adds all its words, so one of 20,000 words made a question of a hundred `xq`s take 18 s.
 MAX_GLOSSARY_CHARS = 200
+# A glossary is copied whole into the shard's manifest, which every search and every page reads at
+# boot: 100,000 entries (24 MB) made a 24.5 MB manifest, and `cellar search` 2.5 s and 332 MB. A
+# service department's abbreviations number tens to hundreds (the demo's: 9); 5,000 entries of at
+# most MAX_GLOSSARY_CHARS a side are at most 2 MB.
+MAX_GLOSSARY_ENTRIES = 5_000
 # Parts of an identifier piece: acronym before a capitalised word (HTTPServer), a word (an optional
 # capital, then letters other than ASCII capitals, so ``straße`` and ``Δp`` stay whole), a trailing
 # acronym, digits.
@@ -179,6 +184,11 @@ class AnalyzerSettings:
             raise ValueError(f"unsupported analyser language(s) {unknown}; choose from {list(LANGUAGES)}")
         pairs = self.glossary.items() if isinstance(self.glossary, Mapping) else self.glossary
         glossary = tuple((key, value) for key, value in pairs)
+        if len(glossary) > MAX_GLOSSARY_ENTRIES:
+            raise ValueError(
+                f"a glossary of {len(glossary):,} entries, over the limit of {MAX_GLOSSARY_ENTRIES:,}: "
+                "it is copied into the shard manifest every search reads"
+            )
         for key, value in glossary:
             if not (isinstance(key, str) and isinstance(value, str) and key.strip() and value.strip()):
                 raise ValueError(f"glossary entry {key!r} -> {value!r}: both sides must be non-empty strings")

@@ -24,6 +24,7 @@ then its text; `b) ...`; `NOTE 1 ...`), one blank line between; offsets point in
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -140,6 +141,8 @@ def _string(item: Mapping[str, Any], key: str, path: str, where: str, types: tup
     if isinstance(value, bool) or not isinstance(value, types):
         kind = "a string or a number" if types == NAME_TYPES else "a string"
         raise FileRefused(path, f"{where}{key} must be {kind}, not {_json_type(value)}")
+    if isinstance(value, float) and not math.isfinite(value):  # json reads NaN, Infinity, 1e999: no §NaN
+        raise FileRefused(path, f"{where}{key} must be a finite number, not {json.dumps(value)}")
     return value if isinstance(value, str) else json.dumps(value)
 
 
