@@ -718,6 +718,23 @@ def test_the_technical_table_reads_machining_vehicles_processing_and_report_word
     }
 
 
+def test_the_technical_table_reads_the_verbs_and_adjectives_of_questions():
+    """A twelfth list (benchmarks/gold/dutch_words_l.tsv), the words of questions in every form:
+    `steeg` (rose) was an alley, `gesommeerd` (summed) a command, `onbekende` a stranger,
+    `weergeeft` (shows) weather; `vergeleek`, `afgekapt` and `lees` were not read."""
+    words = ["steeg", "gesommeerd", "onbekende", "weergeeft", "vergeleek", "afgekapt", "lees", "inschatten"]
+    assert first_senses(words) == {
+        "steeg": "rose",
+        "gesommeerd": "summed",
+        "onbekende": "unknown",
+        "weergeeft": "shows",
+        "vergeleek": "compared",
+        "afgekapt": "truncated",
+        "lees": "read",
+        "inschatten": "estimate",
+    }
+
+
 def test_the_technical_table_reads_trees_as_trees():
     """A Dutch keyword set written blind (benchmarks/gold/dutch_dev_d.jsonl): `aantal bomen` of a
     gradient-boosted ensemble read as bombs, `boom` as the English word, `onafhankelijke
