@@ -43,7 +43,7 @@ CASES = [
 
 PROBE = r"""
 import errno, json
-from cellar.rerender import vfs
+from cellar.rerender import blob_store, vfs
 
 def outcome(call):
     try:
@@ -58,9 +58,9 @@ def probe(pathmap, cases, data, root):
     results = [outcome(lambda: pm.resolve(path, cwd)) for path, cwd in cases]
     results.append([pm.listdir(r"\\srv-calc-01\projects"), pm.listdir("C:\\"), pm.exists("/etc/passwd")])
     results.append([vfs.chdir(r"\\srv-calc-01\projects", "C:\\PGE383"), vfs.chdir("C:\\PGE383", "..\\x")])
-    store = vfs.BlobStore(root)
+    store = blob_store.BlobStore(root)
     blobs = [store.write(text.encode()) for text in data]
-    reads = [vfs.read_bytes(pm, store, path).decode() for path in (r"c:\pge383\DATA\WELLS.CSV",)]
+    reads = [blob_store.read_bytes(pm, store, path).decode() for path in (r"c:\pge383\DATA\WELLS.CSV",)]
     with open(store.location(blobs[0]), "wb") as handle:
         handle.write(b"tampered")
     tampered = outcome(lambda: store.read(blobs[0]))

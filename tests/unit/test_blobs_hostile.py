@@ -17,7 +17,8 @@ import pytest
 from tests.unit.conftest import deadline
 
 from cellar.cli import main
-from cellar.rerender.vfs import BlobStore, IsADirectory, NotInPathMap, PathMap, PathMapError, blob_path
+from cellar.rerender.blob_store import BlobStore
+from cellar.rerender.vfs import IsADirectory, NotInPathMap, PathMap, PathMapError, blob_path
 
 BLOB = "sha256:" + "0" * 64
 OK = b"station,halfbreadth\n0,0.0\n"

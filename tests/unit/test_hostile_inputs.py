@@ -27,6 +27,7 @@ from cellar.ingest.documents.extract import extract
 from cellar.ingest.notebook import NotebookError, NotebookWarning, read_notebook
 from cellar.rerender import batch, vfs
 from cellar.rerender.batch import find_notebooks
+from cellar.rerender.blob_store import BlobStore
 from cellar.rerender.environment import imported_modules
 from cellar.retrieval.embedding import default_model_dir, load_model
 from cellar.retrieval.index import build_index_from_directory
@@ -470,7 +471,7 @@ def test_the_rerender_batch_lists_the_same_names_and_reads_them_safely(archive):
 
 
 def test_a_blob_that_is_a_fifo_or_a_link_out_of_the_store_is_refused_not_read(tmp_path):
-    store = vfs.BlobStore(tmp_path)
+    store = BlobStore(tmp_path)
     good = store.write(b"1,2,3\n")
     assert store.read(good) == b"1,2,3\n"
     fifo_id, zero_id = "sha256:" + "a" * 64, "sha256:" + "b" * 64

@@ -23,10 +23,10 @@ import pytest
 
 from cellar.cli import main
 from cellar.rerender.archive import check_archive
+from cellar.rerender.blob_store import BlobStore, read_bytes
 from cellar.rerender.vfs import (
     BlobCorrupt,
     BlobNotFound,
-    BlobStore,
     InvalidBlobId,
     IsADirectory,
     NotADirectory,
@@ -40,7 +40,6 @@ from cellar.rerender.vfs import (
     chdir,
     load_pathmap,
     logical_path,
-    read_bytes,
     verify_blob,
 )
 

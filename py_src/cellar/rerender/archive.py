@@ -1,7 +1,7 @@
 """Writing and checking an archive's inputs (`cellar blobs add` / `check`).
 
 In: local files and folders, each with the logical path or folder that notebooks use for it, and
-an archive folder. Out: their bytes stored as blobs (cellar.rerender.vfs's `BlobStore`) and
+an archive folder. Out: their bytes stored as blobs (cellar.rerender.blob_store's `BlobStore`) and
 pathmap.json updated to map them (`add_to_archive`, an `AddReport`); or, for `check_archive`, a
 `CheckReport` of every mapped blob that is missing or corrupt and every blob no path uses.
 Messages name files and logical paths, never command-line flags: cellar.cli.blobs adds those.
@@ -16,13 +16,13 @@ from os import PathLike
 from typing import Any
 
 from cellar.ingest.discovery import FileRefused, read_document
+from cellar.rerender.blob_store import BlobStore
 from cellar.rerender.vfs import (
     FORMAT,
     MAX_BLOB_BYTES,
     PATHMAP_FILE,
     BlobCorrupt,
     BlobNotFound,
-    BlobStore,
     PathMap,
     VfsError,
     load_pathmap,

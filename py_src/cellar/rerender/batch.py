@@ -48,6 +48,7 @@ from cellar.ingest.notebook import NotebookError, read_notebook
 from cellar.ingest.provenance import revision
 from cellar.records import RERENDER_STATUSES, ReportEntry
 from cellar.rerender import environment, reuse, vfs
+from cellar.rerender.blob_store import BlobStore
 from cellar.rerender.pyodide_host import (
     ForgedReply,
     OversizedReply,
@@ -99,7 +100,7 @@ def load_blobs(archive: Path, pathmap: vfs.PathMap, refused: list[str] | None = 
     the archive, not a regular file), is left out: a notebook that reads it gets the store's error
     there, and the others run. What was wrong with each unusable one is added to `refused`.
     """
-    store = vfs.BlobStore(archive)
+    store = BlobStore(archive)
     blobs = {}
     for blob_id in sorted({blob for _, blob in pathmap.files.values()}):
         try:
