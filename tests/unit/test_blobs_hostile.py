@@ -82,6 +82,21 @@ def test_blobs_check_and_add_read_pathmap_json_as_rerender_does(tmp_path, capsys
     assert not (archive / "blobs").exists()
 
 
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_file_named_on_the_command_line_that_is_not_a_regular_file_is_named_not_read(tmp_path, capsys, kind):
+    """`blobs add ARCHIVE FILE --as PATH` had opened FILE as it came: a FIFO hung the command and
+    /dev/zero would have filled the memory. The other files named are added."""
+    archive, named = tmp_path / "archive", tmp_path / "named"
+    archive.mkdir()
+    os.mkfifo(named) if kind == "fifo" else named.symlink_to("/dev/zero")
+    (tmp_path / "in.csv").write_bytes(OK)
+    arguments = [str(named), str(tmp_path / "in.csv"), "--as", "C:\\x\\"]  # a folder: both go in it
+    with deadline():
+        assert main(["blobs", "add", str(archive), *arguments]) == 1
+    assert f"{named}: not a regular file (a folder, FIFO, socket or device): not read" in capsys.readouterr().err
+    assert BlobStore(archive).ids() == [OK_ID]
+
+
 def test_a_pathmap_json_linked_inside_the_archive_is_still_read(tmp_path, capsys) -> None:
     archive = tmp_path / "archive"
     (archive / "maps").mkdir(parents=True)

@@ -9,7 +9,9 @@ Messages name files and logical paths, never command-line flags: cellar.cli.blob
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from os import PathLike
@@ -63,6 +65,20 @@ def _tree_files(folder: str) -> Iterator[tuple[str, str]]:
         yield os.path.relpath(error.filename, folder).replace(os.sep, "/"), error.filename
 
 
+def _named_file(local: str | PathLike[str]) -> bytes:
+    """The bytes of a file named on the command line: wherever it is, through the links it was
+    named by, but a regular file only, opened without blocking (a FIFO named there had hung the
+    command) and read up to the blob limit (a device, `/dev/zero`, never ends)."""
+    with open(os.open(local, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file (a folder, FIFO, socket or device): not read")
+        data = handle.read(MAX_BLOB_BYTES + 1)  # a file that grows while it is read stops here
+    if len(data) > MAX_BLOB_BYTES:
+        raise OSError(errno.EFBIG, f"over the {MAX_BLOB_BYTES:,}-byte limit for one blob: not read")
+    return data
+
+
 def add_to_archive(
     archive: str | PathLike[str],
     files: Sequence[tuple[str, str | PathLike[str]]] = (),
@@ -85,8 +101,7 @@ def add_to_archive(
 
     def store_file(local: str | PathLike[str]) -> str | None:
         try:
-            with open(local, "rb") as handle:
-                return store.write(handle.read())
+            return store.write(_named_file(local))
         except OSError as error:
             report.errors.append(f"{os.fspath(local)}: {error.strerror or error}")
             return None
