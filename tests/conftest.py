@@ -1,14 +1,27 @@
-"""Shared fixtures: where the repository, the built site and the shared corpus are."""
+"""Shared fixtures: where the repository, the built site and the shared corpus are; and build.py as a
+module."""
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SITE = ROOT / "site"
 SHARED = ROOT.parent / "shared"
+
+
+def load_build() -> ModuleType:
+    """A fresh copy of build.py as a module (it is a script, not a package's module): each caller
+    gets its own, so what one test file patches or records in it stays there."""
+    spec = importlib.util.spec_from_file_location("cellar_build", ROOT / "build.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,6 @@ listed."""
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import re
 import shutil
@@ -23,6 +22,7 @@ from urllib.parse import quote, urlsplit
 import pytest
 from playwright.sync_api import expect
 from tests.browser.conftest import BOOT_TIMEOUT_MS, service_worker_ready, wait_for
+from tests.conftest import load_build
 
 from cellar.cli import main
 from cellar.site.server import content_security_policy, serve_in_background
@@ -227,13 +227,6 @@ UNPUBLISHED = {
     "blobs/sha256/ab/not-a-blob.html": "<script>__hit(500)</script>",
 }
 BLOB = b"a,b\n1,2\n"
-
-
-def load_build():
-    spec = importlib.util.spec_from_file_location("cellar_build", ROOT / "build.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -11,15 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.conftest import load_build
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def load_build():
-    spec = importlib.util.spec_from_file_location("cellar_build", ROOT / "build.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 build = load_build()

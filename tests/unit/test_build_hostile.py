@@ -8,24 +8,17 @@ re-render and index with cellar, and write its work folder under the project's b
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
 from pathlib import Path
 
 import pytest
+from tests.conftest import load_build
 from tests.unit.conftest import deadline
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = b"SECRET-OUTSIDE-THE-ARCHIVE"
-
-
-def load_build():
-    spec = importlib.util.spec_from_file_location("cellar_build_hostile", ROOT / "build.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 build = load_build()

@@ -11,7 +11,6 @@ takes KILL_POINTS values spread over all of them, first and last included.
 from __future__ import annotations
 
 import bisect
-import importlib.util
 import json
 import os
 import re
@@ -21,6 +20,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.conftest import load_build
 
 from cellar.cli import main
 from cellar.ingest.provenance import revision
@@ -247,9 +247,7 @@ def test_a_file_that_is_not_gzip_but_matches_its_hash_is_named_as_such(tmp_path,
 
 
 def test_build_publishes_the_files_the_shard_link_points_to_and_no_link_out_of_the_archive(tmp_path, model):
-    spec = importlib.util.spec_from_file_location("cellar_build", ROOT / "build.py")
-    build = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(build)
+    build = load_build()
     archive = corpus(tmp_path / "archive", ["ballast_v4.ipynb"])
     (archive / "passwd.md").symlink_to("/etc/passwd")
     (archive / "etc").symlink_to("/etc")
