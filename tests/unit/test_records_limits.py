@@ -157,40 +157,7 @@ def test_a_glossary_at_the_limit_gives_a_manifest_of_at_most_a_few_mb(archive, t
 
 
 # -- 3. control characters, NaN, a key twice -------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("name", "data", "problem"),
-    [
-        ("a.records.csv", b"id,text\nA\x00,brg hot\nB,x\n",
-         "the note on line 2 has an id with a control character ('\\x00'): 'A\\x00', refused: a citation must print as it is"),
-        ("b.records.csv", b"id,text\nA,x\nB\x1b[31m,y\n", "the note on line 3 has an id with a control character ('\\x1b')"),
-        ("c.records.csv", b"id,te\x00xt,text\nA,b,x\n",
-         "a column name with a control character ('\\x00') in the header (line 1): 'te\\x00xt', refused: a filter could not show it"),
-        ("d.records.jsonl", b'{"id": "A", "text": "x"}\n{"id": "B\\u0085C", "text": "y"}\n',
-         "the note on line 2 has an id with a control character ('\\x85')"),
-        ("e.records.jsonl", b'{"id": "A", "text": "x"}\n{"id": "B", "text": "y", "m\\u0000": "T1"}\n',
-         "a column name with a control character ('\\x00') by line 2: 'm\\x00', refused"),
-        ("f.records.jsonl", b'{"id": "A", "text": "x"}\n{"id": NaN, "text": "y"}\n',
-         "the note on line 2 has NaN for its id: not a finite number"),
-        ("g.records.jsonl", b'{"note_id": Infinity, "text": "y"}\n', "the note on line 1 has Infinity for its note_id: not a finite number"),
-        ("h.records.jsonl", b'{"id": -Infinity, "text": "y"}\n', "has -Infinity for its id: not a finite number"),
-        ("i.records.jsonl", b'{"id": 1e999, "text": "y"}\n', "has Infinity for its id: not a finite number"),
-        ("j.records.jsonl", b'{"id": "A", "text": "x"}\n{"id": "B", "text": "x", "text": "y"}\n',
-         "line 2: the key 'text' appears twice in one object: one of its values would be lost"),
-        ("k.records.jsonl", b'{"id": "A", "machine": "T1", "text": "x", "machine": "T2"}\n',
-         "line 1: the key 'machine' appears twice in one object"),
-        ("l.clauses.json", b'{"designation": "X", "articles": [{"number": NaN, "text": "a"}]}',
-         "articles[0].number must be a finite number, not NaN"),
-        ("m.clauses.json", b'{"articles": [{"number": "1", "items": [{"label": -Infinity, "text": "a"}]}]}',
-         "articles[0].items[0].label must be a finite number, not -Infinity"),
-    ],
-)  # fmt: skip
-def test_a_control_character_a_nan_id_or_a_key_twice_is_refused_naming_the_file(name, data, problem):
-    with pytest.raises(FileRefused) as caught:
-        extract(data, f"archive/{name}")
-    assert str(caught.value).startswith(f"archive/{name}: ")
-    assert problem in str(caught.value)
+# (each refused, naming the file: cases of test_documents.py's test of malformed files)
 
 
 def test_what_is_still_read_as_before():
