@@ -21,7 +21,7 @@ from cellar.retrieval.index import Render, build_index, build_index_from_directo
 from cellar.retrieval.publish import write_shard
 from cellar.retrieval.refusal import refuses
 from cellar.retrieval.routing import Router
-from cellar.retrieval.search import DEFAULT_CALIBRATION, NUMBER_IN_TEXT, Filters, Searcher
+from cellar.retrieval.search import DEFAULT_CALIBRATION, DEPTH, NUMBER_IN_TEXT, Filters, Searcher
 from cellar.retrieval.shard import MANIFEST, NeedFiles, Shard, open_shard
 from cellar.retrieval.sharding import shard_files
 
@@ -404,6 +404,28 @@ def test_a_locate_question_opens_on_the_cell_that_draws_at_its_numbers(model):
         0
     ]["hits"]
     assert (hits[0]["cell"], hits[0]["kind"]) == (2, "plot")
+
+
+def test_a_shown_notebooks_output_is_a_hit_though_the_archive_holds_more_than_depth_better_chunks(model):
+    """The rankers' best DEPTH chunks of the whole archive choose the notebooks; within one shown,
+    the output that holds the rare word asked (`Median: 182.0`) is a hit too, though sixty
+    paragraphs on the presidents' heights outscore it."""
+    records = [
+        *[record("heights.ipynb", i, "markdown", f"height of the presidents in cm, table {i}") for i in range(60)],
+        record("heights.ipynb", 60, "code", "print('Median:', np.median(heights))"),
+        record("heights.ipynb", 60, "stream", "Median: 182.0", output=0),
+        *[record("samples.ipynb", i, "markdown", f"the median of sample {i}") for i in range(60)],
+    ]
+    searcher = Searcher(build_index(records, model), model)
+    ranking = searcher.rank("where is the median height of the presidents in cm", k=1, mode="bm25")
+    n, _, candidates = ranking.notebooks[0]
+    records_of, start = searcher.fragment(n), searcher.notebooks[n]["start"]
+    cut = {(records_of[row - start]["cell"], records_of[row - start]["kind"]) for row, _ in candidates}
+    further = {(records_of[row - start]["cell"], records_of[row - start]["kind"]) for row, _ in ranking.further[n]}
+    assert len(candidates) == DEPTH and (60, "stream") in further - cut
+    hits = searcher.answer(ranking)["notebooks"][0]["hits"]
+    assert [(hit["cell"], hit["kind"]) for hit in hits[:1]] == [(60, "code")]
+    assert (60, "stream") in [(hit["cell"], hit["kind"]) for hit in hits]
 
 
 def test_a_year_the_notebook_is_filed_under_counts_as_held(demo):

@@ -194,6 +194,7 @@ def order_hits(
     naming: Mapping[int, float] | None = None,
     titled: Callable[[str], float] | None = None,
     stating: frozenset[int] = frozenset(),
+    further: Sequence[tuple[int, float]] = (),
 ) -> list[tuple[int, float]]:
     """A notebook's candidate chunks (row, score), best first, in the order the hits show them.
 
@@ -206,17 +207,20 @@ def order_hits(
     ``titled``: the share of the question that a section title holds (``title_share``; an
     explanation's sections open with the paragraph that defines, ``opening_first``).
     ``stating``: the cells whose outputs state a number of the kind a value question asks
-    (``stating_rows``); when any computing cell is one, the answer cell is."""
+    (``stating_rows``); when any computing cell is one, the answer cell is. ``further``: the
+    notebook's other chunks that BM25 met (row, score) below the rankers' cut: they follow the
+    answer cell among the hits, but do not choose it (tried: letting them choose it lost as many
+    answer cells as it found)."""
     chunks = list(chunks)
     if asks == "explain" and titled is not None:
         return opening_first(chunks, records, start, titled)
     if asks == "explain" or not chunks:
         return chunks
     first = _answer_chunk(chunks, records, start, asks, tuple(allowed), naming or {}, stating)
+    every = sorted([*chunks, *further], key=lambda chunk: (-chunk[1], chunk[0]))
     if first is None:
-        return diverse(chunks, kinds)
-    rest = [chunk for chunk in chunks if chunk[0] != first[0]]
-    return [first, *diverse(rest, kinds)]
+        return diverse(every, kinds)
+    return [first, *diverse([chunk for chunk in every if chunk[0] != first[0]], kinds)]
 
 
 def _answer_chunk(

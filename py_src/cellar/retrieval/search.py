@@ -97,7 +97,8 @@ class Ranking:
     ``notebooks``: the top notebooks as (notebook number, score, candidate chunks as (row, score),
     best first), in the answer's order (``fusion.rerank``); ``judged``: the fused order's best,
     whose evidence the refusal weighs; ``terms``: the query's distinct terms; ``evidence`` and
-    ``refused``: the refusal test's input and verdict; ``timings_ms``: the stages so far."""
+    ``refused``: the refusal test's input and verdict; ``timings_ms``: the stages so far;
+    ``further``: per notebook shown, its other chunks that BM25 met (``met_within``)."""
 
     query: str
     mode: str
@@ -111,6 +112,7 @@ class Ranking:
     # answer orders a document's blocks by their closeness to them
     vectors: np.ndarray | None = field(default=None, compare=False, repr=False)
     judged: tuple[int, float, list[tuple[int, float]]] | None = None
+    further: Mapping[int, list[tuple[int, float]]] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def shown(self) -> tuple[tuple[int, float, list[tuple[int, float]]], ...]:
@@ -131,6 +133,7 @@ class _Fused(NamedTuple):
     ranked: list[tuple[int, float, list[tuple[int, float]]]]
     answered: list[tuple[int, float, list[tuple[int, float]]]]
     laps: dict[str, float]
+    met: tuple[np.ndarray, np.ndarray]  # the chunks BM25 met that the filters let in, ascending, and their fused scores
 
 
 class Searcher:
@@ -203,7 +206,7 @@ class Searcher:
         # fusion of that first round is kept for the second, not computed twice.
         if self._last_fused is None or self._last_fused[0] != (query, filters, mode):
             self._last_fused = ((query, filters, mode), self._fuse(query, filters, mode))
-        terms, numbers, held_by, vectors, ranked, answered, laps = self._last_fused[1]
+        terms, numbers, held_by, vectors, ranked, answered, laps, met = self._last_fused[1]
         start = time.perf_counter()
         top = list(dict.fromkeys(n for n, _, _ in [*ranked[:1], *answered[:k]]))
         needed = [self.source.container_name(n) for n in top] if vectors is not None else []
@@ -217,8 +220,12 @@ class Searcher:
         refused = self._refuse(evidence, ranked)
         laps = {**laps, "fuse": laps["fuse"] + round((time.perf_counter() - start) * 1000, 3)}
         judged, distinct = (ranked[0] if ranked else None), tuple(dict.fromkeys(terms))
+        further = {
+            n: met_within(met, self.notebooks[n]["start"], self.notebooks[n]["end"], chunks)
+            for n, _, chunks in [*ranked[:1], *answered[:k]]
+        }
         return Ranking(
-            query, mode, distinct, tuple(answered[:k]), evidence, refused, laps, filters.kinds, vectors, judged
+            query, mode, distinct, tuple(answered[:k]), evidence, refused, laps, filters.kinds, vectors, judged, further
         )
 
     def _fuse(self, query: str, filters: Filters, mode: str) -> _Fused:
@@ -256,6 +263,7 @@ class Searcher:
         bm25_by_row = np.zeros(n_chunks, np.float32)
         kind_by_row = np.zeros(n_chunks, np.uint8)
         candidates = []
+        picked = np.zeros(0, np.int64)
         if mode != "dense":
             columns = [p for p in map(self.source.postings, terms) if p is not None]
             # the English reading's columns (a Dutch question), weighted TRANSLATION_WEIGHT
@@ -280,7 +288,7 @@ class Searcher:
         clock.lap("dense")
         weight = {"bm25": 0.0, "dense": 1.0, "hybrid": DENSE_WEIGHT}[mode]
         rows = np.unique(np.concatenate(candidates)) if candidates else np.zeros(0, np.int64)
-        ranked = self._rank(
+        ranked, bm25_scale = self._rank(
             rows,
             self.source.notebook_of(rows),
             kind_by_row[rows].astype(np.int64),
@@ -294,7 +302,8 @@ class Searcher:
                 ranked, *self.rerank_inputs(ranked[:RERANK_DEPTH], terms, reading.terms), self.rerank_weights
             )
         clock.lap("fuse")
-        return _Fused(terms, numbers, held_by, vectors, ranked, answered, clock.laps)
+        met = (picked, bm25_by_row[picked].astype(np.float64) * bm25_scale)
+        return _Fused(terms, numbers, held_by, vectors, ranked, answered, clock.laps, met)
 
     def answer(self, ranking: Ranking) -> Answer:
         """The second phase of ``search``: the answer contract, reading the records of
@@ -319,7 +328,7 @@ class Searcher:
         weighted = [(self._idf(t), (t, *held_by.get(t, ()))) for t in ranking.terms] if asks == "explain" else []
         titled = title_share(weighted, self.analyzer.terms) if weighted else None
         shown = [
-            self._notebook(n, score, chunks, asks, ranking.kinds, document, named, titled)
+            self._notebook(n, score, chunks, asks, ranking.kinds, document, named, titled, ranking.further.get(n, []))
             for n, score, chunks in ranking.shown
         ]
         timings = {**ranking.timings_ms, "fragments": round((time.perf_counter() - start) * 1000, 3)}
@@ -404,8 +413,9 @@ class Searcher:
         bm25: np.ndarray | None,
         dense: np.ndarray | None,
         weight: float,
-    ) -> list[tuple[int, float, list[tuple[int, float]]]]:
-        """Notebooks by fused score, each with its candidate chunks by the same fused score.
+    ) -> tuple[list[tuple[int, float, list[tuple[int, float]]]], float]:
+        """Notebooks by fused score, each with its candidate chunks by the same fused score, and
+        the factor that puts a BM25 score on that scale (0 when BM25 did not count).
 
         Per ranker a notebook scores ``fusion.notebook_scores`` of its candidate chunks; the fused score
         is ``(1 - weight) * bm25 / best bm25 + weight * (dense - worst) / (best - worst)``, the
@@ -415,7 +425,7 @@ class Searcher:
         are the candidates' scores (aligned with ``rows``); a dense score not known (a BM25
         candidate in a cluster the query did not probe: NaN) adds nothing."""
         if not len(rows):
-            return []
+            return [], 0.0
         owners = owner_array.tolist()
         kinds = kind_array.tolist()
         fused_notebooks: dict[int, float] = dict.fromkeys(owners, 0.0)
@@ -434,6 +444,7 @@ class Searcher:
                 scored[name] = (values, known, scores)
         if "bm25" in scored and "dense" in scored and flat(scored["bm25"][2].values()):
             weight = max(weight, FLAT_DENSE_WEIGHT)  # BM25 cannot tell its best apart: meaning decides
+        bm25_scale = 0.0
         for name, share in (("bm25", 1.0 - weight), ("dense", weight)):
             if name not in scored or share == 0.0:
                 continue
@@ -444,6 +455,7 @@ class Searcher:
                 low = min(per_notebook.values())
                 span = max(per_notebook.values()) - low
             span = span if span > 0 else 1.0
+            bm25_scale = share / span if name == "bm25" else bm25_scale
             for n, value in per_notebook.items():
                 fused_notebooks[n] += share * (value - low) / span
             fused_chunks += share * np.where(known, np.maximum(np.nan_to_num(values) - low, 0.0), 0.0) / span
@@ -455,7 +467,7 @@ class Searcher:
             score = fused_notebooks[n] * (STALE_FACTOR if self.notebooks[n]["status"] == "stale" else 1.0)
             ranked.append((n, score, chunks))
         ranked.sort(key=lambda item: (-item[1], item[0]))
-        return ranked
+        return ranked, bm25_scale
 
     def _evidence(
         self,
@@ -548,6 +560,7 @@ class Searcher:
         document: tuple[Asked, Sequence[str], np.ndarray | None] | None = None,
         named: Sequence[Sequence[str]] = (),
         titled: Callable[[str], float] | None = None,
+        further: Sequence[tuple[int, float]] = (),
     ) -> NotebookResult:
         """Notebook ``n``'s entry of the answer; its hits in ``answer_cell.order_hits``'s order for
         a question that ``asks`` for a value, a place or an explanation, of the ``kinds`` a filter
@@ -556,7 +569,8 @@ class Searcher:
         a number of the kind asked, ``answer_cell.stating_rows``); ``document``: what a document's
         blocks are ordered by (``blocks.order_blocks``), the question's ``Asked``, its block terms
         and its vectors (None: no closeness in meaning); ``titled``: an explanation's share held by a
-        section title (``answer_cell.title_share``; a notebook's sections, not a document's)."""
+        section title (``answer_cell.title_share``; a notebook's sections, not a document's);
+        ``further``: its other chunks BM25 met (``met_within``), hits after the answer cell."""
         entry = self.notebooks[n]
         records = self.fragment(n)
         start = entry["start"]
@@ -582,7 +596,11 @@ class Searcher:
             holding += [rows_stating] if len(rows_stating) else []
             stating = frozenset(records[row - start]["cell"] for row in rows_stating)
         shares = naming_shares(holding, records, start) if holding else None
-        ordered = order_hits(rows, records, start, kind_of, asks, kinds, shares, None if blocks else titled, stating)
+        further = () if blocks else further  # a document's blocks have their own order
+        kind_of.update({row: KINDS.index(records[row - start]["kind"]) for row, _ in further})
+        ordered = order_hits(
+            rows, records, start, kind_of, asks, kinds, shares, None if blocks else titled, stating, further
+        )
         for row, chunk_score in ordered[:HITS_PER_NOTEBOOK]:
             record = records[row - start]
             hit: Hit = {
@@ -632,6 +650,21 @@ def _top_of(rows: np.ndarray, scores: np.ndarray, depth: int) -> np.ndarray:
         candidates = candidates[scores >= kth]
     picked = rows[candidates]
     return picked[np.lexsort((picked, -scores[candidates]))][:depth]
+
+
+def met_within(
+    met: tuple[np.ndarray, np.ndarray], start: int, end: int, candidates: Iterable[tuple[int, float]]
+) -> list[tuple[int, float]]:
+    """The chunks of rows ``start`` to ``end`` (a notebook's) that BM25 met, best first, less its
+    ``candidates``: ``met`` is every row BM25 met, ascending, with its score on the fused scale.
+    The rankers' top ``DEPTH`` chunks over the whole archive choose the notebooks; within a notebook
+    shown, an output that holds the question's words may have missed that cut (`Median: 182.0`
+    under a dozen chunks that hold `height` and `presidents`) and still be worth a hit."""
+    rows, scores = met
+    low, high = np.searchsorted(rows, [start, end])
+    seen = {row for row, _ in candidates}
+    within = [(int(row), float(score)) for row, score in zip(rows[low:high], scores[low:high]) if row not in seen]
+    return sorted(within, key=lambda chunk: (-chunk[1], chunk[0]))
 
 
 def _lookup(rows: np.ndarray, keys: np.ndarray, values: np.ndarray, missing: float) -> np.ndarray:
