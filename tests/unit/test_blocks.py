@@ -6,7 +6,7 @@ from __future__ import annotations
 from cellar.retrieval.analysis import Analyzer, AnalyzerSettings
 from cellar.retrieval.blocks import Asked, asked, block_terms, holds_quantity, order_blocks
 from cellar.retrieval.bm25 import BM25
-from cellar.retrieval.quantities import stated_families
+from cellar.retrieval.quantities import si_spellings, stated_families
 
 analyse = Analyzer(AnalyzerSettings()).terms
 
@@ -193,6 +193,24 @@ def test_a_kilonewton_is_no_knot():
     assert not holds_quantity("all of HMPE rope with a breaking load of 6000 kN", wind, analyse)
     assert holds_quantity("a current of 1.5 kn along the berth", wind, analyse)
     assert holds_quantity("a breaking load of 6000 kN", asked("what is the breaking load"), analyse)
+
+
+def test_a_number_before_a_practical_unit_is_also_spelled_as_code_writes_it_in_si_units():
+    """Code computes in SI (`P = 1e5`, `T1 = 350 + 273.15`, `D = 0.05`) where a question names the
+    practical unit; a spelling the analyser splits (`1e+05`) is no term to look for."""
+    assert si_spellings("ternair fasediagram zuurstof stikstof argon 1 bar", analyse) == {
+        "1": ("100000", "100000.0", "1e5")
+    }
+    assert si_spellings("steam at 350 °C and 0,1 bar", analyse) == {
+        "350": ("623.15", "6.2315e2"),
+        "0,1": ("10000", "10000.0", "1e4"),
+    }
+    assert si_spellings("a 50 mm pipe with a 2.5 MW pump", analyse) == {
+        "50": ("0.05", "5e-2", "5e-02"),
+        "2.5": ("2500000", "2500000.0", "2.5e6"),
+    }
+    # no unit, a unit without a round factor, a milliwatt is no megawatt, a year is no number of a unit
+    assert si_spellings("12 pumps at 30 psi, 5 mW in 2017", analyse) == {}
 
 
 HULL = [

@@ -19,6 +19,7 @@ from cellar.retrieval.evaluation import calibrate, evaluate, read_gold
 from cellar.retrieval.fusion import flat, notebook_features, rerank
 from cellar.retrieval.index import Render, build_index, build_index_from_directory
 from cellar.retrieval.publish import write_shard
+from cellar.retrieval.quantities import si_spellings
 from cellar.retrieval.refusal import refuses
 from cellar.retrieval.routing import Router
 from cellar.retrieval.search import DEFAULT_CALIBRATION, DEPTH, NUMBER_IN_TEXT, Filters, Searcher
@@ -428,6 +429,24 @@ def test_a_shown_notebooks_output_is_a_hit_though_the_archive_holds_more_than_de
     assert (60, "stream") in [(hit["cell"], hit["kind"]) for hit in hits]
 
 
+def test_a_number_in_a_practical_unit_is_held_by_a_notebook_that_computes_in_si(model):
+    """`1 bar` is held where the code sets `P = 1e5`: the question's number counts as found (its
+    term `1` still weighs in the coverage as the words do, as `0,815` does when only `0.815` is
+    written: counting it held there too answered a near miss of the tuning sets)."""
+    records = [
+        record("air.ipynb", 0, "markdown", "# Ternary phase envelope of air\nOxygen, nitrogen and argon."),
+        record("air.ipynb", 1, "code", "P = 1e5\nplot_ternary(['oxygen', 'nitrogen', 'argon'], P=P)"),
+        record("other.ipynb", 0, "markdown", f"{FILLER} of the argon plant"),
+    ]
+    searcher = Searcher(build_index(records, model), model)
+    evidence = searcher.search("ternary phase envelope of oxygen, nitrogen and argon at 1 bar", k=1)["evidence"]
+    assert evidence["numbers"] == 1.0
+    assert (
+        searcher.search("ternary phase envelope of oxygen, nitrogen and argon at 3 bar", k=1)["evidence"]["numbers"]
+        == 0.0
+    )
+
+
 def test_a_year_the_notebook_is_filed_under_counts_as_held(demo):
     """The weight estimate's text never writes its year, 2019, which its metadata holds: the
     question naming that year is answered, with the year filter or without; a year the
@@ -646,6 +665,7 @@ QUERIES = (
     "GZ curve stability",
     "mooring line tension most loaded line",
     "torsional vibration of the propeller shaft line 17 Hz",
+    "ballast pump discharge head at 2 bar",  # also reads the partitions of 200000, 200000.0 and 2e5
 )
 
 
@@ -711,6 +731,7 @@ def test_a_query_reads_only_its_partitions_and_the_top_notebooks(demo, tmp_path)
         terms = {*searcher.analyzer.query_terms(query)} | {
             t for number in NUMBER_IN_TEXT.findall(query) for t in searcher.analyzer.terms(number)
         }
+        terms |= {t for spellings in si_spellings(query, searcher.analyzer.terms).values() for t in spellings}
         numbers = {(nb["path"], nb.get("entry")): n for n, nb in enumerate(shard.notebooks)}  # a note is an entry
         shown = [numbers[nb["path"], nb.get("entry")] for nb in answer["notebooks"] or answer["closest"]]
         expected = {

@@ -23,7 +23,7 @@ that family names the kind itself, not before a symbol (`one m` is no measure).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 # Unit symbols and words (casefolded), per family.
 UNITS: dict[str, tuple[str, ...]] = {
@@ -289,3 +289,52 @@ def _is_symbol(unit: str) -> bool:
     """A unit written as a symbol (`m`, `kN`), not a word (`months`): a number in words before a
     symbol is not a measure."""
     return len(unit) <= 3 and unit not in ("day", "uur", "jaar")
+
+
+# A unit as written -> (factor, offset) to its SI unit: code computes in SI (`P = 1e5`, `T1 =
+# 350 + 273.15`, `D = 0.05`) where a question names the practical unit (`1 bar`, `350 °C`, `50 mm`).
+# Written with its case (`MW` is no `mW`); only units whose factor is a round power of ten, or a
+# constant code writes as a number (101325, 273.15), since another conversion's digits are not
+# spelled alike twice.
+TO_SI: dict[str, tuple[float, float]] = {
+    "bar": (1e5, 0.0), "mbar": (1e2, 0.0), "kPa": (1e3, 0.0), "MPa": (1e6, 0.0),
+    "GPa": (1e9, 0.0), "atm": (101325.0, 0.0),
+    "mm": (1e-3, 0.0), "cm": (1e-2, 0.0), "km": (1e3, 0.0), "µm": (1e-6, 0.0),
+    "kN": (1e3, 0.0), "MN": (1e6, 0.0), "kW": (1e3, 0.0), "MW": (1e6, 0.0), "GW": (1e9, 0.0),
+    "kJ": (1e3, 0.0), "MJ": (1e6, 0.0), "kWh": (3.6e6, 0.0), "kV": (1e3, 0.0), "kA": (1e3, 0.0),
+    "kHz": (1e3, 0.0), "MHz": (1e6, 0.0), "g": (1e-3, 0.0), "t": (1e3, 0.0), "min": (60.0, 0.0),
+    "h": (3600.0, 0.0), "ms": (1e-3, 0.0), "%": (1e-2, 0.0),
+    **dict.fromkeys(("°C", "°c", "° C", "degC", "degc"), (1.0, 273.15)),
+}  # fmt: skip
+_PLAIN_NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
+
+
+def si_spellings(query: str, terms: Callable[[str], list[str]]) -> dict[str, tuple[str, ...]]:
+    """Each number of ``query`` written before a unit of ``TO_SI`` (`1 bar`, `0,1 bar`, `350 °C`),
+    and the ways code and its outputs write that value in SI units that ``terms`` (the
+    analyser's) reads as one term: `1e5`, `100000`, `100000.0`; `623.15` (not `1e+05`, which it
+    reads as four). A question's numbers are held where any of their spellings is
+    (``Searcher._evidence``): `1 bar` by a notebook that sets `P = 1e5`."""
+    spellings: dict[str, tuple[str, ...]] = {}
+    for match in _NUMBER_UNIT.finditer(query):
+        number = match.group(0)[: match.start(1) - match.start(0)].strip()
+        unit = match.group(1).strip()
+        if unit not in TO_SI or not _PLAIN_NUMBER.fullmatch(number):
+            continue
+        factor, offset = TO_SI[unit]
+        value = float(number.replace(",", ".")) * factor + offset
+        read = (terms(written) for written in dict.fromkeys(_written(round(value, 9))))
+        spellings[number] = tuple(term for one in read if len(one) == 1 for term in one)
+    return spellings
+
+
+def _written(value: float) -> list[str]:
+    """How Python code or its output may write ``value``: as the shortest decimal, its float repr,
+    an integer, and in scientific notation (`1e5`, `1e+05`)."""
+    forms = [f"{value:.12g}", repr(value)]
+    if value.is_integer() and abs(value) < 1e15:
+        forms.append(str(int(value)))
+    mantissa, exponent = f"{value:.12e}".split("e")
+    mantissa = mantissa.rstrip("0").rstrip(".")
+    forms += [f"{mantissa}e{int(exponent)}", f"{mantissa}e{exponent[0]}{exponent[1:].zfill(2)}"]
+    return forms

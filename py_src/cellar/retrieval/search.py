@@ -71,6 +71,7 @@ from cellar.retrieval.embedding import StaticModel
 from cellar.retrieval.filters import Filters
 from cellar.retrieval.fusion import FLAT_DENSE_WEIGHT, RERANK_DEPTH, RERANK_WEIGHTS, flat, notebook_scores, rerank
 from cellar.retrieval.index import Index
+from cellar.retrieval.quantities import si_spellings
 from cellar.retrieval.refusal import refusal_reason, refuses
 from cellar.retrieval.sources import MemorySource, ShardSource, cosines, rows_within
 
@@ -233,7 +234,8 @@ class Searcher:
         by fused score with their candidate chunks. It reads postings and clusters only."""
         clock = _Clock()
         terms = self.analyzer.query_terms(query)
-        numbers = [self.analyzer.terms(number) for number in dict.fromkeys(NUMBER_IN_TEXT.findall(query))]
+        si = si_spellings(query, self.analyzer.terms)  # `1 bar` is held where code writes `1e5`
+        numbers = [[*self.analyzer.terms(n), *si.get(n, ())] for n in dict.fromkeys(NUMBER_IN_TEXT.findall(query))]
         reading = self._read_in_english(query)
         held_by = reading.held_by or {}
         vectors = self._query_vectors(query, reading) if mode != "bm25" else None
