@@ -102,6 +102,19 @@ def test_a_second_output_of_a_kind_is_shown_when_it_scores_close():
     assert [row for row, _ in diverse(chunks, kinds)] == [0, 1, 2, 4, 3]
 
 
+def test_a_value_questions_other_outputs_come_before_its_code_and_prose():
+    """Two worked steps: the answer cell's scalar opens the hits, the first step's printed line
+    follows, then the prose and code that score more; a locate question keeps the kinds' order."""
+    steps = records(
+        (0, "markdown", None), (1, "code", None), (1, "stream", 0), (2, "markdown", None), (3, "code", None),
+        (3, "scalar", 0),
+    )  # fmt: skip
+    kinds = [KINDS.index(r["kind"]) for r in steps]
+    chunks = [(0, 0.9), (3, 0.8), (1, 0.6), (4, 0.5), (2, 0.3), (5, 0.2)]
+    assert [row for row, _ in order_hits(chunks, steps, 0, kinds, "value")] == [5, 2, 0, 1, 3, 4]
+    assert [row for row, _ in order_hits(chunks, steps, 0, kinds, "locate")] == [4, 0, 1, 2, 5, 3]
+
+
 def test_an_explanation_keeps_its_paragraphs_in_score_order():
     """Prose explains: a code cell that scores a quarter of the best paragraph is no reason to
     push the next paragraph down, as the best chunk of each kind would (a value question's)."""
