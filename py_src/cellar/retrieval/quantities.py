@@ -304,7 +304,7 @@ TO_SI: dict[str, tuple[float, float]] = {
     "kJ": (1e3, 0.0), "MJ": (1e6, 0.0), "kWh": (3.6e6, 0.0), "kV": (1e3, 0.0), "kA": (1e3, 0.0),
     "kHz": (1e3, 0.0), "MHz": (1e6, 0.0), "g": (1e-3, 0.0), "t": (1e3, 0.0), "min": (60.0, 0.0),
     "h": (3600.0, 0.0), "ms": (1e-3, 0.0), "%": (1e-2, 0.0),
-    **dict.fromkeys(("°C", "°c", "° C", "degC", "degc"), (1.0, 273.15)),
+    **dict.fromkeys(("°C", "°c", "° C", "° c", "degC", "degc"), (1.0, 273.15)),
 }  # fmt: skip
 _PLAIN_NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
 
