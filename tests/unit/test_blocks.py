@@ -211,6 +211,7 @@ def test_a_number_before_a_practical_unit_is_also_spelled_as_code_writes_it_in_s
     }
     # no unit, a unit without a round factor, a milliwatt is no megawatt, a year is no number of a unit
     assert si_spellings("12 pumps at 30 psi, 5 mW in 2017", analyse) == {}
+    assert si_spellings("9" * 400 + " bar", analyse) == {}  # past a float: no spelling, no error
 
 
 HULL = [

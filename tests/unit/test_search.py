@@ -445,6 +445,7 @@ def test_a_number_in_a_practical_unit_is_held_by_a_notebook_that_computes_in_si(
         searcher.search("ternary phase envelope of oxygen, nitrogen and argon at 3 bar", k=1)["evidence"]["numbers"]
         == 0.0
     )
+    assert searcher.search("ternary phase envelope at " + "9" * 400 + " bar", k=1)["evidence"]["numbers"] == 0.0
 
 
 def test_a_year_the_notebook_is_filed_under_counts_as_held(demo):

@@ -22,6 +22,7 @@ that family names the kind itself, not before a symbol (`one m` is no measure).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterable
 
@@ -323,6 +324,8 @@ def si_spellings(query: str, terms: Callable[[str], list[str]]) -> dict[str, tup
             continue
         factor, offset = TO_SI[unit]
         value = float(number.replace(",", ".")) * factor + offset
+        if not math.isfinite(value):  # 400 digits pasted before `bar`: no float, and no code writes it
+            continue
         read = (terms(written) for written in dict.fromkeys(_written(round(value, 9))))
         spellings[number] = tuple(term for one in read if len(one) == 1 for term in one)
     return spellings
