@@ -73,7 +73,7 @@ from cellar.retrieval.fusion import FLAT_DENSE_WEIGHT, RERANK_DEPTH, RERANK_WEIG
 from cellar.retrieval.index import Index
 from cellar.retrieval.quantities import si_spellings
 from cellar.retrieval.refusal import refusal_reason, refuses
-from cellar.retrieval.sources import MemorySource, ShardSource, cosines, rows_within
+from cellar.retrieval.sources import MemorySource, ShardSource, cosines, met_within, rows_within
 
 DEPTH = 50  # chunks taken from each ranker
 DENSE_WEIGHT = 0.03  # share of the dense ranker in a hybrid notebook score (see the docstring)
@@ -652,21 +652,6 @@ def _top_of(rows: np.ndarray, scores: np.ndarray, depth: int) -> np.ndarray:
         candidates = candidates[scores >= kth]
     picked = rows[candidates]
     return picked[np.lexsort((picked, -scores[candidates]))][:depth]
-
-
-def met_within(
-    met: tuple[np.ndarray, np.ndarray], start: int, end: int, candidates: Iterable[tuple[int, float]]
-) -> list[tuple[int, float]]:
-    """The chunks of rows ``start`` to ``end`` (a notebook's) that BM25 met, best first, less its
-    ``candidates``: ``met`` is every row BM25 met, ascending, with its score on the fused scale.
-    The rankers' top ``DEPTH`` chunks over the whole archive choose the notebooks; within a notebook
-    shown, an output that holds the question's words may have missed that cut (`Median: 182.0`
-    under a dozen chunks that hold `height` and `presidents`) and still be worth a hit."""
-    rows, scores = met
-    low, high = np.searchsorted(rows, [start, end])
-    seen = {row for row, _ in candidates}
-    within = [(int(row), float(score)) for row, score in zip(rows[low:high], scores[low:high]) if row not in seen]
-    return sorted(within, key=lambda chunk: (-chunk[1], chunk[0]))
 
 
 def _lookup(rows: np.ndarray, keys: np.ndarray, values: np.ndarray, missing: float) -> np.ndarray:

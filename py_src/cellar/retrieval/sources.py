@@ -40,6 +40,22 @@ def rows_within(postings: tuple[np.ndarray, ...] | None, start: int, end: int) -
     return rows[np.searchsorted(rows, start) : np.searchsorted(rows, end)]
 
 
+def met_within(
+    met: tuple[np.ndarray, np.ndarray], start: int, end: int, candidates: Iterable[tuple[int, float]]
+) -> list[tuple[int, float]]:
+    """The chunks of rows ``start`` to ``end`` (a notebook's) that BM25 met, best first, less its
+    ``candidates``: ``met`` is every row BM25 met, ascending, with its score on the fused scale.
+    The rankers' top chunks over the whole archive (``search.DEPTH``) choose the notebooks; within
+    a notebook shown, an output that holds the question's words may have missed that cut
+    (`Median: 182.0` under a dozen chunks that hold `height` and `presidents`) and still be worth
+    a hit."""
+    rows, scores = met
+    low, high = np.searchsorted(rows, [start, end])
+    seen = {row for row, _ in candidates}
+    within = [(int(row), float(score)) for row, score in zip(rows[low:high], scores[low:high]) if row not in seen]
+    return sorted(within, key=lambda chunk: (-chunk[1], chunk[0]))
+
+
 class MemorySource:
     """An in-memory Index as a search source: every postings list and every vector at hand, so
     the dense ranker is exact (the reference the shard's clustered search is measured against)."""
