@@ -432,20 +432,24 @@ def test_a_shown_notebooks_output_is_a_hit_though_the_archive_holds_more_than_de
 def test_a_number_in_a_practical_unit_is_held_by_a_notebook_that_computes_in_si(model):
     """`1 bar` is held where the code sets `P = 1e5`: the question's number counts as found (its
     term `1` still weighs in the coverage as the words do, as `0,815` does when only `0.815` is
-    written: counting it held there too answered a near miss of the tuning sets)."""
+    written: counting it held there too answered a near miss of the tuning sets), and BM25 reads
+    it, at a reading's weight, so the notebook at 1 bar comes before the one at 3 bar."""
     records = [
         record("air.ipynb", 0, "markdown", "# Ternary phase envelope of air\nOxygen, nitrogen and argon."),
         record("air.ipynb", 1, "code", "P = 1e5\nplot_ternary(['oxygen', 'nitrogen', 'argon'], P=P)"),
+        record("air3.ipynb", 0, "markdown", "# Ternary phase envelope of air\nOxygen, nitrogen and argon."),
+        record("air3.ipynb", 1, "code", "P = 3e5\nplot_ternary(['oxygen', 'nitrogen', 'argon'], P=P)"),
         record("other.ipynb", 0, "markdown", f"{FILLER} of the argon plant"),
     ]
     searcher = Searcher(build_index(records, model), model)
-    evidence = searcher.search("ternary phase envelope of oxygen, nitrogen and argon at 1 bar", k=1)["evidence"]
-    assert evidence["numbers"] == 1.0
-    assert (
-        searcher.search("ternary phase envelope of oxygen, nitrogen and argon at 3 bar", k=1)["evidence"]["numbers"]
-        == 0.0
-    )
-    assert searcher.search("ternary phase envelope at " + "9" * 400 + " bar", k=1)["evidence"]["numbers"] == 0.0
+    question = "ternary phase envelope of oxygen, nitrogen and argon at {}"
+    assert searcher.search(question.format("1 bar"), k=1)["evidence"]["numbers"] == 1.0
+    assert searcher.search(question.format("2 bar"), k=1)["evidence"]["numbers"] == 0.0
+    assert searcher.search(question.format("9" * 400 + " bar"), k=1)["evidence"]["numbers"] == 0.0
+    for pressure, first in (("1 bar", "air.ipynb"), ("3 bar", "air3.ipynb")):
+        for mode in ("bm25", "hybrid"):
+            n, _, _ = searcher.rank(question.format(pressure), k=1, mode=mode).notebooks[0]
+            assert searcher.notebooks[n]["path"] == first
 
 
 def test_a_year_the_notebook_is_filed_under_counts_as_held(demo):

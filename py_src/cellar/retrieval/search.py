@@ -268,8 +268,10 @@ class Searcher:
         picked = np.zeros(0, np.int64)
         if mode != "dense":
             columns = [p for p in map(self.source.postings, terms) if p is not None]
-            # the English reading's columns (a Dutch question), weighted TRANSLATION_WEIGHT
-            translated = [p for p in map(self.source.postings, reading.terms) if p is not None]
+            # the English reading's columns (a Dutch question) and the SI spellings of its numbers
+            # (`1 bar`: 1e5), weighted TRANSLATION_WEIGHT: readings of the question, not its words
+            readings = [*reading.terms, *(t for spellings in si.values() for t in spellings)]
+            translated = [p for p in map(self.source.postings, readings) if p is not None]
             columns += translated
             if columns:
                 rows = np.concatenate([c[0] for c in columns])
