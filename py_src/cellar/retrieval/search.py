@@ -134,7 +134,7 @@ class _Fused(NamedTuple):
     ranked: list[tuple[int, float, list[tuple[int, float]]]]
     answered: list[tuple[int, float, list[tuple[int, float]]]]
     laps: dict[str, float]
-    met: tuple[np.ndarray, np.ndarray]  # the chunks BM25 met that the filters let in, ascending, and their fused scores
+    met: tuple[np.ndarray, np.ndarray, float]  # the rows BM25 met that the filters let in, ascending (met_within)
 
 
 class Searcher:
@@ -221,9 +221,9 @@ class Searcher:
         refused = self._refuse(evidence, ranked)
         laps = {**laps, "fuse": laps["fuse"] + round((time.perf_counter() - start) * 1000, 3)}
         judged, distinct = (ranked[0] if ranked else None), tuple(dict.fromkeys(terms))
+        shown = {n: chunks for n, _, chunks in [*ranked[:1], *answered[:k]]}  # (the judged one is often shown)
         further = {
-            n: met_within(met, self.notebooks[n]["start"], self.notebooks[n]["end"], chunks)
-            for n, _, chunks in [*ranked[:1], *answered[:k]]
+            n: met_within(met, self.notebooks[n]["start"], self.notebooks[n]["end"], c) for n, c in shown.items()
         }
         return Ranking(
             query, mode, distinct, tuple(answered[:k]), evidence, refused, laps, filters.kinds, vectors, judged, further
@@ -265,7 +265,7 @@ class Searcher:
         bm25_by_row = np.zeros(n_chunks, np.float32)
         kind_by_row = np.zeros(n_chunks, np.uint8)
         candidates = []
-        picked = np.zeros(0, np.int64)
+        picked, picked_scores = np.zeros(0, np.int64), np.zeros(0, np.float32)
         if mode != "dense":
             columns = [p for p in map(self.source.postings, terms) if p is not None]
             # the English reading's columns (a Dutch question) and the SI spellings of its numbers
@@ -280,7 +280,8 @@ class Searcher:
                 # (nonzero on a bool array: on float32 it is five times slower in WebAssembly)
                 bm25_rows = np.flatnonzero(bm25_by_row > 0)
                 picked = bm25_rows[allowed[bm25_rows] & wanted[kind_by_row[bm25_rows]]]
-                candidates.append(_top_of(picked, bm25_by_row[picked], DEPTH))
+                picked_scores = bm25_by_row[picked]
+                candidates.append(_top_of(picked, picked_scores, DEPTH))
         clock.lap("bm25")
         dense_rows = np.zeros(0, np.int64)
         dense_scores = np.zeros(0, np.float32)
@@ -306,8 +307,9 @@ class Searcher:
                 ranked, *self.rerank_inputs(ranked[:RERANK_DEPTH], terms, reading.terms), self.rerank_weights
             )
         clock.lap("fuse")
-        met = (picked, bm25_by_row[picked].astype(np.float64) * bm25_scale)
-        return _Fused(terms, numbers, held_by, vectors, ranked, answered, clock.laps, met)
+        return _Fused(
+            terms, numbers, held_by, vectors, ranked, answered, clock.laps, (picked, picked_scores, bm25_scale)
+        )
 
     def answer(self, ranking: Ranking) -> Answer:
         """The second phase of ``search``: the answer contract, reading the records of

@@ -41,18 +41,21 @@ def rows_within(postings: tuple[np.ndarray, ...] | None, start: int, end: int) -
 
 
 def met_within(
-    met: tuple[np.ndarray, np.ndarray], start: int, end: int, candidates: Iterable[tuple[int, float]]
+    met: tuple[np.ndarray, np.ndarray, float], start: int, end: int, candidates: Iterable[tuple[int, float]]
 ) -> list[tuple[int, float]]:
-    """The chunks of rows ``start`` to ``end`` (a notebook's) that BM25 met, best first, less its
-    ``candidates``: ``met`` is every row BM25 met, ascending, with its score on the fused scale.
+    """The chunks of rows ``start`` to ``end`` (a notebook's) that BM25 met, best first, on the
+    fused scale, less its ``candidates``: ``met`` is every row BM25 met, ascending, its BM25 score
+    and the factor that puts one on the fused scale (only a shown notebook's rows are scaled).
     The rankers' top chunks over the whole archive (``search.DEPTH``) choose the notebooks; within
     a notebook shown, an output that holds the question's words may have missed that cut
     (`Median: 182.0` under a dozen chunks that hold `height` and `presidents`) and still be worth
     a hit."""
-    rows, scores = met
+    rows, scores, scale = met
     low, high = np.searchsorted(rows, [start, end])
     seen = {row for row, _ in candidates}
-    within = [(int(row), float(score)) for row, score in zip(rows[low:high], scores[low:high]) if row not in seen]
+    within = [
+        (int(r), float(s) * scale) for r, s in zip(rows[low:high].tolist(), scores[low:high].tolist()) if r not in seen
+    ]
     return sorted(within, key=lambda chunk: (-chunk[1], chunk[0]))
 
 
