@@ -227,6 +227,24 @@ def test_a_refusal_names_the_missing_words_as_the_question_wrote_them(small):
     assert "no cell or output mentions salary, CEO;" in reason  # not the analysed `salari`, `ceo`
 
 
+def test_a_refusal_with_every_word_held_says_so_and_names_the_meaning(model):
+    """Each word of `two coats group sum` occurs in the notebook, in cells about other things: the
+    refusal is the similarity's, and the reason must not claim that no cell mentions the
+    question (it once quoted the whole question as the missing words)."""
+    records = [
+        record("ballast.ipynb", 0, "markdown", "# Ballast tanks\nForepeak ballast tank volume, " + FILLER),
+        record("ballast.ipynb", 1, "code", "volumes = tanks.groupby('group').volume.sum()"),
+        record("ballast.ipynb", 2, "markdown", "The paint schedule of the yard: two coats of epoxy on the hull"),
+    ]
+    answer = Searcher(build_index(records, model), model).search("two coats group sum", k=3)
+    assert answer["refused"] and answer["evidence"]["missing"] == []
+    reason = answer["refusal_reason"]
+    assert reason.startswith(
+        "looked for 'two coats group sum': no cell or output mentions it, though each of its words"
+    )
+    assert "not close in meaning" in reason and "mentions two coats" not in reason
+
+
 @pytest.mark.parametrize("question", ["", "   ", "the of and", "???", "💥🔥", "wat is het"])
 def test_a_question_with_no_word_to_search_for_is_refused_saying_so(small, question):
     answer = small.search(question, k=3)

@@ -57,11 +57,12 @@ def refusal_reason(
     )
     # a pasted page of a question is named by its start, and so is a word of a pasted megabyte
     asked, said = shortened(query, REASON_QUERY), said_words(query, evidence["missing"], analyse)[:6]
-    missing = ", ".join(shortened(word, REASON_QUERY // 4) for word in said) or asked
     if evidence.get("filtered_out"):
         return f"looked for {asked!r}: no notebook or document passes the filters"
     if not evidence["missing"] and not evidence["coverage"]:  # no term to look for, held or not
         return f"looked for {asked!r}: it holds no word to search for, only common words or symbols"
+    # with no word missing, what failed is the meaning (or a number, a quantity): each word occurs
+    missing = ", ".join(shortened(word, REASON_QUERY // 4) for word in said) or "it, though each of its words occurs"
     reason = f"looked for {asked!r}: {source} {missing}"
     if shown:
         best = shown[0]
