@@ -88,7 +88,11 @@ _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[^\W\d_A-Z]+|[A-Z]+|\d+")
 # With the question words they lack, so that a question's asking words are never what it asks
 # for (nor a missing word its refusal counts): English has what, which, when, where, why and how,
 # but not many and much (``how many pumps``); Dutch has wat, wie and hoe, but not welk(e), waar,
-# wanneer, waarom and hoeveel (``Welke diepgang``, ``Hoeveel pompen``).
+# wanneer, waarom and hoeveel (``Welke diepgang``, ``Hoeveel pompen``). And with the Dutch for the
+# English list's words that Snowball's Dutch list lacks (between, above, during, each, both, all,
+# only, very, until, while ...: ``tussen``, ``boven``, ``tijdens``), so that a Dutch question does
+# not count as missing a word its English twin never looks for; not those that are also English
+# words (``hen``, ``deed``, ``elk``, ``doe``) or Dutch content words (``eigen`` gewicht, het ``weer``).
 STOP_WORDS: dict[str, frozenset[str]] = {
     "english": frozenset(
         """a about above after again against all am an and any are as at be because been before being
@@ -104,7 +108,11 @@ STOP_WORDS: dict[str, frozenset[str]] = {
         eens en er ge geen geweest haar had heb hebben heeft hem het hier hij hoe hoeveel hun iemand iets ik in is
         ja je kan kon kunnen maar me meer men met mij mijn moet na naar niet niets nog nu of om omdat onder
         ons ook op over reeds te tegen toch toen tot u uit uw van veel voor waar waarom wanneer want waren was
-        wat welk welke werd wezen wie wil worden wordt zal ze zelf zich zij zijn zo zonder zou""".split()
+        wat welk welke werd wezen wie wil worden wordt zal ze zelf zich zij zijn zo zonder zou
+        alle allebei alleen ander beide beneden boven daarna deden dezelfde doet eenmaal elke enig enige
+        hadden haarzelf hemzelf hetzelfde ieder iedere indien jezelf jij jou jouw jullie meest meeste mezelf
+        mijzelf nadat neer noch onszelf onze slechts sommige terwijl tijdens totdat tussen vanaf vanuit
+        verder voordat we weinig wij zeer zelfde zichzelf zodra zulk zulke zullen""".split()
     ),
 }
 LANGUAGES = tuple(STOP_WORDS)
