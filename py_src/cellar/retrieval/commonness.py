@@ -6,7 +6,7 @@ A question that a notebook answers often asks in words the notebook never uses: 
 source answers usually differs from the nearest one by a word of its subject: `nitrogen` where the
 notebook compresses oxygen, `skewness` where it computes the mean, `Weibull`, `Penmanshiel`. The
 archive's idf cannot tell the two apart (both kinds are rare in a set of notebooks); how often a
-word is said in everyday language can. So the refusal's coverage (``Searcher._evidence``) weighs
+word is said in everyday language can. So the refusal's coverage (``cellar.retrieval.evidence``) weighs
 each of the question's terms by its idf times its ``specificity``: 1 for a word rarer than
 ``RARE``, down to ``FLOOR`` for one as common as ``COMMON``.
 

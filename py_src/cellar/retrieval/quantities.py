@@ -315,7 +315,7 @@ def si_spellings(query: str, terms: Callable[[str], list[str]]) -> dict[str, tup
     and the ways code and its outputs write that value in SI units that ``terms`` (the
     analyser's) reads as one term: `1e5`, `100000`, `100000.0`; `623.15` (not `1e+05`, which it
     reads as four). A question's numbers are held where any of their spellings is
-    (``Searcher._evidence``): `1 bar` by a notebook that sets `P = 1e5`."""
+    (``cellar.retrieval.evidence``): `1 bar` by a notebook that sets `P = 1e5`."""
     spellings: dict[str, tuple[str, ...]] = {}
     for match in _NUMBER_UNIT.finditer(query):
         number = match.group(0)[: match.start(1) - match.start(0)].strip()

@@ -1,4 +1,4 @@
-"""Refusal: whether the evidence that the best notebook answers a question (``Searcher._evidence``)
+"""Refusal: whether the evidence that the best notebook answers a question (``cellar.retrieval.evidence``)
 clears the calibrated thresholds (``evaluation.calibrate``), and the reason a refusal gives. The
 rule alone, pure, shared by the search and by the calibration that fits its thresholds; why it
 is this rule is in ``cellar.retrieval.search``'s docstring (step 4)."""
@@ -18,7 +18,7 @@ MEANING_WORDS = {"mean", "means", "meaning", "define", "definition", "betekent",
 
 
 def refuses(evidence: Mapping[str, Any], thresholds: Mapping[str, float]) -> bool:
-    """Whether ``evidence`` (``Searcher._evidence``) falls below any calibrated threshold; the
+    """Whether ``evidence`` (``cellar.retrieval.evidence``) falls below any calibrated threshold; the
     similarity only counts when the dense ranker ran, and then a notebook that holds every
     query term the archive knows passes the coverage test (see the docstring of cellar.retrieval.search)."""
     similarity = evidence.get("similarity")

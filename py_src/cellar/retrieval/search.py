@@ -32,7 +32,7 @@ The query path runs in a browser worker, so it uses NumPy alone:
    the dense ranker move the notebook order, at any fixed weight or at a weight that grows
    when BM25's two best notebooks are close, gains no notebook on that set.)
    The evidence is the best notebook's as a whole: filters choose which notebook is best and
-   which of its chunks are shown, never whether it answers (``Searcher._evidence``).
+   which of its chunks are shown, never whether it answers (``cellar.retrieval.evidence``).
 5. the answer contract of DESIGN.md, with a neighbourhood per notebook: the heading above the
    first hit, its cell, the next two cells and their outputs; the hits in the order of
    ``answer_cell.order_hits`` (for a value or locate question the answer cell first).
@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -63,11 +63,11 @@ from cellar.records import KINDS, Answer, Hit, NotebookResult
 from cellar.retrieval.analysis import Analyzer
 from cellar.retrieval.answer_cell import head_words, intent, naming_shares, order_hits, stating_rows, title_share
 from cellar.retrieval.bilingual import Reading, Translator, question_translator, read_in_english
-from cellar.retrieval.blocks import Asked, asked, block_terms, known_share, order_blocks, quantity_share, quantity_terms
+from cellar.retrieval.blocks import Asked, asked, block_terms, order_blocks, quantity_terms
 from cellar.retrieval.bm25 import summed_scores
-from cellar.retrieval.commonness import term_specificities
 from cellar.retrieval.context import hit_context
 from cellar.retrieval.embedding import StaticModel
+from cellar.retrieval.evidence import gather, idf
 from cellar.retrieval.filters import Filters
 from cellar.retrieval.fusion import FLAT_DENSE_WEIGHT, RERANK_DEPTH, RERANK_WEIGHTS, flat, notebook_scores, rerank
 from cellar.retrieval.index import Index
@@ -85,9 +85,6 @@ TRANSLATION_WEIGHT = 0.5  # BM25 weight of a Dutch word's English translations (
 # 221 public notebooks), used until `cellar index --calibrate GOLD` fits them to an archive.
 DEFAULT_CALIBRATION = {"min_coverage": 0.3866, "min_numbers": 0.75, "min_similarity": 0.5049}
 NUMBER_IN_TEXT = re.compile(r"\d+(?:[.,]\d+)*")
-# The notebook metadata that holds query terms as its text does, in the refusal test: the facts a
-# filter selects on, and the standard a clause is of (``volgens CVS 210``; see Searcher._evidence).
-CATALOGUE_FIELDS = ("year", "project", "designation")
 
 
 @dataclass(frozen=True)
@@ -215,7 +212,8 @@ class Searcher:
             needed += self.source.partition_names(quantity_terms(query, self.analyzer.terms))
         self.source.require(needed)
         self._last_fused = None  # the question is answered: a later one, even the same, is fused anew
-        evidence = self._evidence(query, terms, numbers, ranked[0][0] if ranked else None, vectors, held_by)
+        best = ranked[0][0] if ranked else None
+        evidence = gather(query, terms, numbers, self.source, best, self.analyzer.terms, vectors, held_by)
         if not ranked and filters != Filters() and not self._allowed(filters).any():
             evidence["filtered_out"] = True  # the filters let no notebook in: the reason says so
         refused = self._refuse(evidence, ranked)
@@ -331,7 +329,7 @@ class Searcher:
             named += [tuple(self.analyzer.terms(n)) for n in dict.fromkeys(NUMBER_IN_TEXT.findall(ranking.query))]
         # an explanation: the share of its terms (or their translations) a section's title holds
         held_by = reading.held_by or {}
-        weighted = [(self._idf(t), (t, *held_by.get(t, ()))) for t in ranking.terms] if asks == "explain" else []
+        weighted = [(idf(self.source, t), (t, *held_by.get(t, ()))) for t in ranking.terms] if asks == "explain" else []
         titled = title_share(weighted, self.analyzer.terms) if weighted else None
         shown = [
             self._notebook(n, score, chunks, asks, ranking.kinds, document, named, titled, ranking.further.get(n, []))
@@ -403,9 +401,9 @@ class Searcher:
     ) -> tuple[np.ndarray, list[bool], list[np.ndarray], list[float]]:
         """What ``fusion.rerank`` reads of the ``ranked`` entries (their rows, which are documents)
         and of the terms (rows, idf; the English reading's ``translated`` at ``TRANSLATION_WEIGHT``)."""
-        weights = {term: self._idf(term) for term in dict.fromkeys(terms)}
+        weights = {term: idf(self.source, term) for term in dict.fromkeys(terms)}
         for term in dict.fromkeys(translated):
-            weights.setdefault(term, TRANSLATION_WEIGHT * self._idf(term))
+            weights.setdefault(term, TRANSLATION_WEIGHT * idf(self.source, term))
         entries = [self.notebooks[n] for n, _, _ in ranked]
         bounds = np.array([[e["start"], e["end"]] for e in entries], np.int64).reshape(-1, 2)
         rows = [p[0] if p is not None else np.zeros(0, np.int64) for p in map(self.source.postings, weights)]
@@ -474,79 +472,6 @@ class Searcher:
             ranked.append((n, score, chunks))
         ranked.sort(key=lambda item: (-item[1], item[0]))
         return ranked, bm25_scale
-
-    def _evidence(
-        self,
-        query: str,
-        terms: Sequence[str],
-        numbers: Sequence[Sequence[str]],
-        best: int | None,
-        vectors: np.ndarray | None,
-        held_by: Mapping[str, Sequence[str]] | None = None,
-    ) -> dict[str, Any]:
-        """How much of the query the best notebook holds: the idf-weighted share of the query's
-        terms (a term the corpus lacks weighs most), the same share over the terms the corpus
-        knows (``known_coverage``, 0 when it knows none), the share of the numbers written in the
-        query (``0,815`` is one number, found when any of its readings is), the terms it lacks,
-        and, when the dense ranker ran, the best cosine of its chunks (``similarity``). Each term
-        weighs its idf times its word's ``commonness.specificity``: a question's `found` or `jaar`
-        that a notebook lacks says little, its `nitrogen` much.
-
-        The evidence is the notebook's as a whole, whatever the filters: they choose which
-        notebook is best and which of its chunks are shown, not whether it answers. So every
-        chunk counts, whatever its kind (a table that answers a question is rarely as close in
-        meaning to it as the prose above it), and a term that the notebook's year or project
-        holds (the facts a filter selects on: ``2017``, ``17-042``), or a standard's designation
-        (``CVS 210`` of ``volgens CVS 210``), is held by the entry even when its text never
-        repeats it. Such a term leaves the coverage, which weighs what the text holds, unless the
-        query has no other: the catalogue answers ``the 2017 vessel`` but vouches for nothing
-        else a question asks (``bonus 2024`` must not pass on its year).
-        (Measured on the dev set: coverage by the top hits alone separates worse.) A Dutch term is
-        held where one of its English translations is (``held_by``, from ``bilingual.Reading``)."""
-        distinct = list(dict.fromkeys(terms))
-        if best is None:
-            return {"coverage": 0.0, "known_coverage": 0.0, "numbers": 0.0, "similarity": None, "missing": distinct}
-        entry = self.notebooks[best]
-        meta = entry["meta"]
-        catalogue = {term for key in CATALOGUE_FIELDS if key in meta for term in self.analyzer.terms(str(meta[key]))}
-        in_text = {term: self._in_notebook(term, entry) for term in {*distinct, *(t for n in numbers for t in n)}}
-        for term, english in (held_by or {}).items():
-            if term in in_text and not in_text[term]:
-                in_text[term] = any(self._in_notebook(t, entry) for t in english)
-        held = {term: found or term in catalogue for term, found in in_text.items()}
-        judged = [term for term in distinct if in_text[term] or term not in catalogue] or distinct
-        specific = term_specificities(query, self.analyzer.terms)  # an everyday word tells little
-        weights = [self._idf(term) * specific.get(term, 1.0) for term in judged]
-        known = [(w, t) for w, t in zip(weights, judged) if self.source.postings(t) is not None]
-        found = [all_terms for all_terms in numbers if any(held[t] for t in all_terms)]
-        similarity = None
-        if vectors is not None and entry["end"] > entry["start"]:
-            similarity = float(np.max(cosines(*self.source.notebook_vectors(best), vectors)))
-        evidence = {
-            "coverage": _share(zip(weights, judged), held),
-            "known_coverage": _share(known, held),
-            "numbers": round(len(found) / len(numbers), 4) if numbers else 1.0,
-            "similarity": round(similarity, 4) if similarity is not None and np.isfinite(similarity) else None,
-            "missing": [term for term in distinct if not held[term]],
-        }
-        if "source" in meta:  # a document: its source's thresholds judge it (thresholds_for)
-            evidence["source"] = meta["source"]
-            # and a document's prose names what it covers: words no file uses tell (blocks.known_share)
-            evidence["known"] = known_share(zip(weights, judged), self._knows, held_by, self.analyzer.terms)
-            evidence["quantity"] = quantity_share(query, lambda t: self._in_notebook(t, entry), self.analyzer.terms)
-        return evidence
-
-    def _knows(self, term: str) -> bool:
-        return self.source.postings(term) is not None
-
-    def _in_notebook(self, term: str, entry: Mapping[str, Any]) -> bool:
-        return len(rows_within(self.source.postings(term), entry["start"], entry["end"])) > 0
-
-    def _idf(self, term: str) -> float:
-        """Lucene's idf of ``term`` from the archive's statistics (df: its postings' length)."""
-        postings = self.source.postings(term)
-        df = 0 if postings is None else len(postings[0])
-        return float(np.log1p((self.source.n_docs - df + 0.5) / (df + 0.5)))
 
     def _refuse(self, evidence: Mapping[str, Any], ranked: Sequence[Any]) -> bool:
         return not ranked or refuses(evidence, self.thresholds_for(evidence))
@@ -666,13 +591,6 @@ def _lookup(rows: np.ndarray, keys: np.ndarray, values: np.ndarray, missing: flo
         hit = keys[at] == rows
         out[hit] = values[at[hit]]
     return out
-
-
-def _share(weighted_terms: Iterable[tuple[float, str]], present: Mapping[str, bool]) -> float:
-    """The weight of the present terms over the weight of all, 0 for no terms."""
-    pairs = list(weighted_terms)
-    total = sum(w for w, _ in pairs)
-    return round(sum(w for w, t in pairs if present[t]) / total, 4) if total else 0.0
 
 
 class _Clock:
