@@ -216,6 +216,28 @@ def test_each_source_gets_its_own_thresholds_where_the_gold_calibrates_one(built
         built.index.calibration = {}
 
 
+def test_a_source_whose_gold_questions_are_all_answerable_keeps_the_archives_thresholds():
+    """A notebook gold set over an archive with reports: the few questions whose best entry is a
+    report are all answerable, and thresholds fitted on them alone refuse nothing (every one 0),
+    so an out-of-scope question that comes closest to a report was never refused. Such a
+    source is judged by the archive's thresholds; one with both kinds gets its own."""
+    from cellar.retrieval.evaluation import calibrate_features
+
+    def evidence(coverage, source=None):
+        found = {"coverage": coverage, "known_coverage": coverage, "numbers": 1.0, "similarity": 0.7, "missing": []}
+        return {**found, "source": source} if source else found
+
+    features = [
+        (True, evidence(0.9)), (True, evidence(0.8)), (False, evidence(0.3)), (False, evidence(0.4)),  # notebooks
+        (True, evidence(0.7, "document")), (True, evidence(0.95, "document")),  # reports: answerable alone
+        (True, evidence(0.9, "records")), (False, evidence(0.6, "records")),  # notes: both kinds
+    ]  # fmt: skip
+    fitted = calibrate_features(features, max_false=0.0)
+    assert "document" not in fitted["by_source"]
+    assert 0.4 < fitted["thresholds"]["min_coverage"] <= 0.7  # what judges a report now
+    assert 0.6 < fitted["by_source"]["records"]["min_coverage"] <= 0.9
+
+
 def test_routing_names_a_machine_or_a_requirement_and_falls_back(built, model):
     from cellar.retrieval.routing import RULES, Router, field_values, route
 

@@ -301,8 +301,9 @@ def _features(searcher: Searcher, gold: Sequence[Mapping[str, Any]]) -> list[tup
 def calibrate_features(features: Sequence[tuple[bool, Mapping[str, Any]]], max_false: float = 0.10) -> dict[str, Any]:
     """``calibrate`` on precomputed (answerable, evidence) pairs: the archive's thresholds over
     all of them and, when the best entries come from several sources, each source's own
-    (``by_source``) over the questions whose best entry is of that source and which hold an
-    answerable one (the others keep the archive's)."""
+    (``by_source``) over the questions whose best entry is of that source, where those hold both
+    an answerable and an out-of-scope one (the others keep the archive's: fitted on answerable
+    questions alone, every threshold came out 0, and the source's entries were never refused)."""
     fitted = _calibrated(features, max_false)
     groups: dict[str, list[tuple[bool, Mapping[str, Any]]]] = {}
     for ok, evidence in features:
@@ -311,7 +312,7 @@ def calibrate_features(features: Sequence[tuple[bool, Mapping[str, Any]]], max_f
         fitted["by_source"] = {
             name: _calibrated(group, max_false)["thresholds"]
             for name, group in sorted(groups.items())
-            if any(ok for ok, _ in group)
+            if any(ok for ok, _ in group) and not all(ok for ok, _ in group)
         }
     return fitted
 
