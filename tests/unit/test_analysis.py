@@ -121,11 +121,13 @@ def test_stop_words_of_both_languages_go():
         ("losses between the turbines and the meter", "verliezen tussen de turbines en de meter"),
         ("the load during each voyage", "de belasting tijdens elke reis"),
         ("only the tanks above both decks", "slechts de tanks boven beide dekken"),
+        ("the pump with which the tank is filled", "de pomp waarmee de tank gevuld wordt"),
+        ("the valve so that the pressure falls off", "de klep zodat de druk afvalt"),
     ],
 )
 def test_a_dutch_question_drops_the_words_its_english_twin_drops(english, dutch):
     """Snowball's Dutch list lacks the Dutch of many English stop words (between, during, each,
-    only, above, both): without them a Dutch question counted `tussen` as a word the notebook
+    only, above, both, so that, with which): without them a Dutch question counted `tussen` as a word the notebook
     must hold, and its refusal named it missing. Each twin keeps its two or three nouns."""
     assert len(UNSTEMMED.query_terms(english)) == len(UNSTEMMED.query_terms(dutch))
 

@@ -90,9 +90,12 @@ _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[^\W\d_A-Z]+|[A-Z]+|\d+")
 # but not many and much (``how many pumps``); Dutch has wat, wie and hoe, but not welk(e), waar,
 # wanneer, waarom and hoeveel (``Welke diepgang``, ``Hoeveel pompen``). And with the Dutch for the
 # English list's words that Snowball's Dutch list lacks (between, above, during, each, both, all,
-# only, very, until, while ...: ``tussen``, ``boven``, ``tijdens``), so that a Dutch question does
-# not count as missing a word its English twin never looks for; not those that are also English
-# words (``hen``, ``deed``, ``elk``, ``doe``) or Dutch content words (``eigen`` gewicht, het ``weer``).
+# only, very, until, while ...: ``tussen``, ``boven``, ``tijdens``; ``zodat``, so that; a verb's
+# particles ``af`` and ``mee``, off and with; ``waarbij``, ``erop``, ``daarmee``, the pronominal
+# adverbs that English writes as which, it, there), so that a Dutch question does not count as
+# missing a word its English twin never looks for; not those that are also English words
+# (``hen``, ``deed``, ``elk``, ``doe``, ``toe``, ``erin``) or Dutch content words (``eigen``
+# gewicht, het ``weer``).
 STOP_WORDS: dict[str, frozenset[str]] = {
     "english": frozenset(
         """a about above after again against all am an and any are as at be because been before being
@@ -112,7 +115,10 @@ STOP_WORDS: dict[str, frozenset[str]] = {
         alle allebei alleen ander beide beneden boven daarna deden dezelfde doet eenmaal elke enig enige
         hadden haarzelf hemzelf hetzelfde ieder iedere indien jezelf jij jou jouw jullie meest meeste mezelf
         mijzelf nadat neer noch onszelf onze slechts sommige terwijl tijdens totdat tussen vanaf vanuit
-        verder voordat we weinig wij zeer zelfde zichzelf zodra zulk zulke zullen""".split()
+        verder voordat we weinig wij zeer zelfde zichzelf zodra zulk zulke zullen
+        af mee zodat waarbij waarin waarmee waardoor waarvan waarop waaruit waarna waarvoor erop ervan
+        ermee erbij eruit ervoor erover eraan daarbij daarin daarmee daardoor daarvan daarop daaruit
+        daarvoor daaraan daarover hierbij hierin hiermee hiervan hierop hieruit hiervoor""".split()
     ),
 }
 LANGUAGES = tuple(STOP_WORDS)
