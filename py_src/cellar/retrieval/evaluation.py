@@ -325,10 +325,11 @@ def _passing(thresholds: Mapping[str, float], group: Sequence[tuple[bool, Mappin
     came out 0, and the source's entries were never refused: the demo's notebook gold set, whose
     few questions that come closest to a report are answerable, let every out-of-scope question
     closest to a report through."""
-    return {
-        name: min([value, *(e[name[4:]] for _, e in group if e.get(name[4:]) is not None)])
-        for name, value in thresholds.items()
-    }
+    lowered = {}
+    for name, value in thresholds.items():
+        key = name.removeprefix("min_")
+        lowered[name] = min([value, *(e[key] for _, e in group if e.get(key) is not None)])
+    return lowered
 
 
 def _calibrated(features: Sequence[tuple[bool, Mapping[str, Any]]], max_false: float) -> dict[str, Any]:

@@ -61,7 +61,7 @@ def refusal_reason(
         return f"looked for {asked!r}: no notebook or document passes the filters"
     if not evidence["missing"] and not evidence["coverage"]:  # no term to look for, held or not
         return f"looked for {asked!r}: it holds no word to search for, only common words or symbols"
-    # with no word missing, what failed is the meaning (or a number, a quantity): each word occurs
+    # with no word missing, what failed is the closeness in meaning (or a document's quantity)
     missing = ", ".join(shortened(word, REASON_QUERY // 4) for word in said) or "it, though each of its words occurs"
     reason = f"looked for {asked!r}: {source} {missing}"
     if shown:
