@@ -192,16 +192,20 @@ def test_a_note_is_embedded_with_its_glossary_expansions_the_same_way_cold_or_fr
     assert (cold.vectors == built.vectors).all() and (cold.scales == built.scales).all()
 
 
+def found(source: str | None = None, coverage: float = 1.0, similarity: float = 0.7) -> dict:
+    """The refusal's evidence for a best entry of ``source`` (a notebook when None) that holds
+    ``coverage`` of the question's words, every one the archive knows."""
+    held = {"coverage": coverage, "known_coverage": coverage, "numbers": 1.0, "similarity": similarity, "missing": []}
+    return {**held, "source": source} if source else held
+
+
 def test_each_source_gets_its_own_thresholds_where_the_gold_calibrates_one(built, model):
     from cellar.retrieval.evaluation import calibrate_features
 
-    def evidence(similarity, source=None):
-        found = {"coverage": 1.0, "known_coverage": 1.0, "numbers": 1.0, "similarity": similarity, "missing": []}
-        return {**found, "source": source} if source else found
-
     features = [
-        (True, evidence(0.80)), (True, evidence(0.75)), (False, evidence(0.60)),  # notebooks
-        (True, evidence(0.45, "records")), (True, evidence(0.50, "records")), (False, evidence(0.20, "records")),
+        (True, found(similarity=0.80)), (True, found(similarity=0.75)), (False, found(similarity=0.60)),  # notebooks
+        (True, found("records", similarity=0.45)), (True, found("records", similarity=0.50)),
+        (False, found("records", similarity=0.20)),
     ]  # fmt: skip
     fitted = calibrate_features(features, max_false=0.0)
     assert 0.60 < fitted["by_source"]["notebook"]["min_similarity"] <= 0.75
@@ -210,9 +214,9 @@ def test_each_source_gets_its_own_thresholds_where_the_gold_calibrates_one(built
     built.index.calibration = fitted
     try:
         searcher = Searcher(built.index, model)
-        assert searcher.thresholds_for(evidence(0.5, "records"))["min_similarity"] < 0.45
-        assert searcher.thresholds_for(evidence(0.5))["min_similarity"] > 0.6
-        assert searcher.thresholds_for(evidence(0.5, "clauses")) == searcher.calibration  # none fitted
+        assert searcher.thresholds_for(found("records", similarity=0.5))["min_similarity"] < 0.45
+        assert searcher.thresholds_for(found(similarity=0.5))["min_similarity"] > 0.6
+        assert searcher.thresholds_for(found("clauses", similarity=0.5)) == searcher.calibration  # none fitted
     finally:
         built.index.calibration = {}
 
@@ -225,20 +229,17 @@ def test_a_source_whose_gold_questions_are_all_answerable_gets_the_archives_thre
     with both kinds gets thresholds of its own."""
     from cellar.retrieval.evaluation import calibrate_features
 
-    def evidence(coverage, source=None):
-        found = {"coverage": coverage, "known_coverage": coverage, "numbers": 1.0, "similarity": 0.7, "missing": []}
-        return {**found, "source": source} if source else found
-
     features = [
-        (True, evidence(0.9)), (True, evidence(0.8)), (False, evidence(0.3)), (False, evidence(0.5)),  # notebooks
-        (True, evidence(0.6, "document")), (True, evidence(0.95, "document")),  # reports: answerable alone
-        (True, evidence(0.9, "records")), (False, evidence(0.6, "records")),  # notes: both kinds
+        (True, found(coverage=0.9)), (True, found(coverage=0.8)),  # notebooks
+        (False, found(coverage=0.3)), (False, found(coverage=0.5)),
+        (True, found("document", coverage=0.6)), (True, found("document", coverage=0.95)),  # reports: answerable alone
+        (True, found("records", coverage=0.9)), (False, found("records", coverage=0.6)),  # notes: both kinds
     ]  # fmt: skip
     fitted = calibrate_features(features, max_false=0.2)  # one answerable question may be refused
     archive, report = fitted["thresholds"], fitted["by_source"]["document"]
     assert 0.6 < archive["min_coverage"] <= 0.8  # it spends that on the report at 0.6
     assert report["min_coverage"] == 0.6 and report["min_similarity"] == archive["min_similarity"]
-    assert not refuses(evidence(0.6, "document"), report) and refuses(evidence(0.55, "document"), report)
+    assert not refuses(found("document", coverage=0.6), report) and refuses(found("document", coverage=0.55), report)
     assert 0.6 < fitted["by_source"]["records"]["min_coverage"] <= 0.9
 
 
