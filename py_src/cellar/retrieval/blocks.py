@@ -12,7 +12,8 @@ scored again with evidence of its own (``order_blocks``):
   every heading path, tells no block from another and weighs nothing). Terms that name the
   document (in its title or path: a project number) chose the document, not the block, and are
   left out; so is the quantity a question asks for (``capacity`` in "what capacity ...": the
-  answer states a number, not the word). A Dutch question counts its English reading's terms too.
+  answer states a number, not the word). A Dutch question counts its English reading's terms
+  too, in their first senses (``block_terms``).
 - **the asked quantity** (``asked``): a question that asks "how many X" is answered by a block
   that counts X (a number, in digits or words, a few words before X); "how much / how long /
   how often", or "what / which <quantity noun>" (capacity, pressure, design wind, ...), by a block
@@ -40,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from cellar.retrieval.bilingual import Reading
 from cellar.retrieval.quantities import (
     UNITS,
     asked_families,
@@ -182,16 +184,23 @@ def holds_quantity(quote: str, question: Asked, analyse: Callable[[str], list[st
 
 
 def block_terms(
-    terms: Iterable[str],
-    held_by: Mapping[str, Sequence[str]] | None,
-    question: Asked,
-    analyse: Callable[[str], list[str]],
+    terms: Iterable[str], reading: Reading, question: Asked, analyse: Callable[[str], list[str]]
 ) -> tuple[str, ...]:
-    """The terms a block's evidence counts: the question's, and a Dutch question's English
-    reading of each (``held_by``: a Dutch term -> its English terms), but for the words that name
-    the quantity asked, in either language."""
+    """The terms a block's evidence counts: the question's, and the English terms of a Dutch
+    question's first senses (``reading``: those of ``text`` among ``held_by``'s), but for the
+    words that name the quantity asked, in either language. Every sense finds the document; within
+    it, a far sense tells blocks apart where it should not: `vrachtschip` (cargo ship) also reads
+    as load, and so chose a trial report's `load cell` paragraph over the one that states the
+    thruster's power."""
     attribute = {term for word in question.attribute for term in analyse(word)}
-    english = [term for dutch, terms_of in (held_by or {}).items() if dutch not in attribute for term in terms_of]
+    first = set(analyse(reading.text))
+    english = [
+        term
+        for dutch, terms_of in (reading.held_by or {}).items()
+        if dutch not in attribute
+        for term in terms_of
+        if term in first
+    ]
     return tuple(dict.fromkeys(term for term in (*terms, *english) if term not in attribute))
 
 

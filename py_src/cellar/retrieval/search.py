@@ -320,7 +320,7 @@ class Searcher:
         # their closeness in meaning, when the dense ranker ran
         question = asked(ranking.query)
         reading = self._read_in_english(ranking.query)
-        terms = block_terms(ranking.terms, reading.held_by, question, self.analyzer.terms)
+        terms = block_terms(ranking.terms, reading, question, self.analyzer.terms)
         document = (question, terms, ranking.vectors)
         # a value question's opening words, each with its English reading: the answer cell holds
         # them; a locate question's numbers (`at 120 K`): the cell that draws or computes at them
