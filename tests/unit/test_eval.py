@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from cellar.cli import main
-from cellar.retrieval.evaluation import assign_folds, calibrate, cross_validate, judge, scorecard, scorecards
+from cellar.retrieval.evaluation import assign_folds, calibrate, cross_validate, judge, read_gold, scorecard, scorecards
 from cellar.retrieval.refusal import refuses
 from cellar.retrieval.search import Ranking
 from cellar.retrieval.shard import open_shard
@@ -138,11 +138,29 @@ def test_out_of_sample_refusal_is_not_flattered_by_the_questions_that_set_it():
 
 @pytest.fixture(scope="module")
 def demo_shard(tmp_path_factory):
-    if not (DEMO / "archive").is_dir() or not (DEMO / "gold.jsonl").is_file():
-        pytest.skip("demo/archive or demo/gold.jsonl not found")
+    if not (DEMO / "archive").is_dir() or not (DEMO / "gold_documents.jsonl").is_file():
+        pytest.skip("demo/archive or demo/gold_documents.jsonl not found")
     out = tmp_path_factory.mktemp("demo") / "shard"
-    assert main(["index", str(DEMO / "archive"), "--out", str(out), "--calibrate", str(DEMO / "gold.jsonl")]) in (0, 1)
+    calibrate = ["--calibrate", str(DEMO / "gold.jsonl"), "--calibrate", str(DEMO / "gold_documents.jsonl")]
+    assert main(["index", str(DEMO / "archive"), "--out", str(out), *calibrate]) in (0, 1)
     return out
+
+
+def test_index_calibrates_on_every_gold_set_given_together(demo_shard):
+    calibration = open_shard(demo_shard).calibration
+    sets = [read_gold((DEMO / name).read_text().splitlines()) for name in ("gold.jsonl", "gold_documents.jsonl")]
+    assert calibration["gold"]["questions"] == sum(map(len, sets))
+    assert {"notebook", "document"} <= set(calibration["by_source"])  # each source fitted on its own questions
+
+
+def test_index_names_a_gold_set_that_is_not_one_and_writes_nothing(tmp_path, capsys):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"query": "ballast"}\n')
+    out = tmp_path / "shard"
+    calibrate = ["--calibrate", str(DEMO / "gold.jsonl"), "--calibrate", str(bad)]
+    assert main(["index", str(DEMO / "archive"), "--out", str(out), *calibrate]) == 2
+    assert f"{bad}:1: not a gold question" in capsys.readouterr().err
+    assert not out.exists()
 
 
 def test_cli_eval_json_all_modes(demo_shard, capsys):

@@ -1,5 +1,5 @@
 """`cellar index CORPUS_DIR --out SHARD_DIR [--rerendered DIR] [--model DIR] [--rules RULES.json]
-[--glossary GLOSSARY.json] [--calibrate GOLD.jsonl] [--cache DIR | --no-cache]
+[--glossary GLOSSARY.json] [--calibrate GOLD.jsonl ...] [--cache DIR | --no-cache]
 [--scheduler local|dask|tcp://HOST:PORT] [--workers N]`: chunk, analyse and embed every notebook
 and document (.md, .txt, .html, .pdf, .docx, *.clauses.xml/json, *.records.csv/jsonl: README.md,
 "Documents beside notebooks") below CORPUS_DIR and write the search shard.
@@ -26,7 +26,9 @@ it, the saved outputs are indexed as they are and every notebook's status is `un
 Bad files are reported on stderr as `path: reason` and skipped: anything but a regular file, a
 link out of the archive, a file over 100 MB, a name that is not UTF-8, a notebook that does not
 parse (README.md, "What an archive may hold"). With --calibrate, the refusal thresholds are fitted
-on a gold set (shared/gold/README.md) and stored in the shard manifest. Without --glossary, an
+on a gold set (shared/gold/README.md) and stored in the shard manifest; given more than once
+(a set of notebook questions, one of document questions), on their questions together, each
+source's thresholds on the questions that came closest to it. Without --glossary, an
 archive's own glossary.json at its root is used (the demo archive's expands its service notes'
 abbreviations).
 
@@ -92,7 +94,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         metavar="GLOSSARY.json",
         help='abbreviations: {"kk vk": "kortsluiting ..."} (default: CORPUS_DIR/glossary.json when there is one)',
     )
-    parser.add_argument("--calibrate", metavar="GOLD.jsonl", help="fit the refusal thresholds on this gold set")
+    parser.add_argument(
+        "--calibrate",
+        metavar="GOLD.jsonl",
+        action="append",
+        help="fit the refusal thresholds on this gold set (repeatable: on the sets' questions together)",
+    )
     parser.add_argument(
         "--cache",
         metavar="DIR",
@@ -120,7 +127,11 @@ def run(args: argparse.Namespace) -> int:
         else:
             glossary = None
         gold = (
-            read_gold(Path(args.calibrate).read_text(encoding="utf-8").splitlines(), args.calibrate)
+            [
+                row
+                for name in args.calibrate
+                for row in read_gold(Path(name).read_text(encoding="utf-8").splitlines(), name)
+            ]
             if args.calibrate
             else None
         )
