@@ -13,6 +13,10 @@ calibration (``evaluation.calibrate``) fits them on:
 - ``numbers``: the share of the numbers written in the question that the entry holds (``0,815`` is
   one number, found when any of its readings is, its SI spellings among them: `1 bar` by `1e5`);
 - ``similarity``: when the dense ranker ran, the best cosine of the entry's chunks;
+- ``chunk_coverage``: the largest share of the question's weight that one chunk of the entry
+  holds (1.0: one cell, output or block holds every word of it; the coverage counts words
+  anywhere in the entry, where `two coats` of a paint schedule and `group sum` of a code cell
+  add up to a question neither answers);
 - ``missing``: the terms it lacks, which a refusal names;
 - for a document, its ``source`` (whose thresholds judge it), ``known`` and ``quantity``
   (``cellar.retrieval.blocks``).
@@ -64,10 +68,12 @@ def gather(
     entry = source.notebooks[best]
     meta = entry["meta"]
     catalogue = {term for key in CATALOGUE_FIELDS if key in meta for term in analyse(str(meta[key]))}
-    in_text = {term: holds(source, entry, term) for term in {*distinct, *(t for n in numbers for t in n)}}
-    for term, english in (held_by or {}).items():
-        if term in in_text and not in_text[term]:
-            in_text[term] = any(holds(source, entry, t) for t in english)
+    translations = held_by or {}
+    rows = {
+        term: rows_holding(source, entry, (term, *translations.get(term, ())))
+        for term in {*distinct, *(t for n in numbers for t in n)}
+    }
+    in_text = {term: len(found) > 0 for term, found in rows.items()}
     held = {term: found or term in catalogue for term, found in in_text.items()}
     judged = [term for term in distinct if in_text[term] or term not in catalogue] or distinct
     specific = term_specificities(query, analyse)  # an everyday word tells little
@@ -82,6 +88,7 @@ def gather(
         "known_coverage": share(known, held),
         "numbers": round(len(found) / len(numbers), 4) if numbers else 1.0,
         "similarity": round(similarity, 4) if similarity is not None and np.isfinite(similarity) else None,
+        "chunk_coverage": chunk_share(zip(weights, judged), rows, entry["start"], catalogue),
         "missing": [term for term in distinct if not held[term]],
     }
     if "source" in meta:  # a document: its source's thresholds judge it (Searcher.thresholds_for)
@@ -96,6 +103,28 @@ def gather(
 def holds(source: MemorySource | ShardSource, entry: Mapping[str, Any], term: str) -> bool:
     """Whether any chunk of ``entry`` (a notebook's or document's rows) holds ``term``."""
     return len(rows_within(source.postings(term), entry["start"], entry["end"])) > 0
+
+
+def rows_holding(source: MemorySource | ShardSource, entry: Mapping[str, Any], terms: Sequence[str]) -> np.ndarray:
+    """The rows of ``entry`` that hold any of ``terms`` (a term and its translations), ascending."""
+    return np.unique(np.concatenate([rows_within(source.postings(t), entry["start"], entry["end"]) for t in terms]))
+
+
+def chunk_share(
+    weighted_terms: Iterable[tuple[float, str]], rows: Mapping[str, np.ndarray], start: int, catalogue: set[str]
+) -> float:
+    """The largest weight of the terms that one row holds, over the weight of all (``rows``: the
+    rows of an entry from ``start`` that hold each term); a term the entry's catalogue holds and
+    its text does not counts in every row. 0 for no terms."""
+    pairs = list(weighted_terms)
+    total = sum(w for w, _ in pairs)
+    if not total:
+        return 0.0
+    everywhere = sum(w for w, t in pairs if t in catalogue and not len(rows[t]))
+    per_row = np.zeros(1 + max((int(rows[t][-1]) - start for _, t in pairs if len(rows[t])), default=0))
+    for w, t in pairs:
+        per_row[rows[t] - start] += w
+    return round((float(per_row.max()) + everywhere) / total, 4)
 
 
 def idf(source: MemorySource | ShardSource, term: str) -> float:

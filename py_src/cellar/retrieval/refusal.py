@@ -20,14 +20,20 @@ MEANING_WORDS = {"mean", "means", "meaning", "define", "definition", "betekent",
 def refuses(evidence: Mapping[str, Any], thresholds: Mapping[str, float]) -> bool:
     """Whether ``evidence`` (``cellar.retrieval.evidence``) falls below any calibrated threshold; the
     similarity only counts when the dense ranker ran, and then a notebook that holds every
-    query term the archive knows passes the coverage test (see the docstring of cellar.retrieval.search)."""
+    query term the archive knows passes the coverage test, and one whose single chunk holds
+    every word of the question passes the similarity test (see the docstring of
+    cellar.retrieval.search)."""
     similarity = evidence.get("similarity")
     return (
         (evidence["coverage"] < thresholds["min_coverage"] and not unknown_words_left_to_meaning(evidence))
         or evidence["numbers"] < thresholds["min_numbers"]
         or evidence.get("known", 1.0) < thresholds.get("min_known", 0.0)
         or evidence.get("quantity", 1.0) < thresholds.get("min_quantity", 0.0)
-        or (similarity is not None and similarity < thresholds["min_similarity"])
+        or (
+            similarity is not None
+            and similarity < thresholds["min_similarity"]
+            and evidence.get("chunk_coverage", 0.0) < 1.0
+        )
     )
 
 
