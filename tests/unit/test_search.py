@@ -384,12 +384,14 @@ def test_a_how_many_question_is_answered_not_refused_for_its_asking_word(demo, q
     [
         "mechanical seal leakage on the cooling water pump",
         "Hoeveel trim had de chemicaliëntanker na het laden in Moerdijk?",
+        "Wat betekent de oprichtende arm GZ?",
     ],
 )
 def test_a_chunk_holding_every_word_answers_however_far_the_model_finds_it(demo, question):
     """The static model reads terse service notes (`lkg at msl of cooling water pump`) and Dutch
     text poorly: these questions' best cosine is below the site's minimum, yet one note, one
-    cell, holds every word of each; they were refused."""
+    cell, holds every word of each (but the asking `betekent`, whose `mean` a table of means
+    holds); they were refused."""
     answer = demo.search(question, k=3)
     evidence = answer["evidence"]
     assert evidence["similarity"] < demo.calibration["min_similarity"] and evidence["chunk_coverage"] == 1.0

@@ -16,7 +16,9 @@ calibration (``evaluation.calibrate``) fits them on:
 - ``chunk_coverage``: the largest share of the question's weight that one chunk of the entry
   holds (1.0: one cell, output or block holds every word of it; the coverage counts words
   anywhere in the entry, where `two coats` of a paint schedule and `group sum` of a code cell
-  add up to a question neither answers);
+  add up to a question neither answers), its asking words left out (`betekent` in `Wat betekent
+  de oprichtende arm GZ?`, whose English `mean` a table of means holds, not the cell that
+  explains the righting arm);
 - ``missing``: the terms it lacks, which a refusal names;
 - for a document, its ``source`` (whose thresholds judge it), ``known`` and ``quantity``
   (``cellar.retrieval.blocks``).
@@ -40,8 +42,9 @@ from typing import Any
 
 import numpy as np
 
-from cellar.retrieval.blocks import known_share, quantity_share
+from cellar.retrieval.blocks import ASKING_WORDS, known_share, quantity_share
 from cellar.retrieval.commonness import term_specificities
+from cellar.retrieval.refusal import MEANING_WORDS
 from cellar.retrieval.sources import MemorySource, ShardSource, cosines, rows_within
 
 # The entry metadata that holds query terms as its text does: the facts a filter selects on, and
@@ -80,6 +83,8 @@ def gather(
     weights = [idf(source, term) * specific.get(term, 1.0) for term in judged]
     known = [(w, t) for w, t in zip(weights, judged) if source.postings(t) is not None]
     found = [all_terms for all_terms in numbers if any(held[t] for t in all_terms)]
+    asking = asking_terms(analyse)
+    naming = [(w, t) for w, t in zip(weights, judged) if t not in asking]  # what one chunk must hold
     similarity = None
     if vectors is not None and entry["end"] > entry["start"]:
         similarity = float(np.max(cosines(*source.notebook_vectors(best), vectors)))
@@ -88,7 +93,7 @@ def gather(
         "known_coverage": share(known, held),
         "numbers": round(len(found) / len(numbers), 4) if numbers else 1.0,
         "similarity": round(similarity, 4) if similarity is not None and np.isfinite(similarity) else None,
-        "chunk_coverage": chunk_share(zip(weights, judged), rows, entry["start"], catalogue),
+        "chunk_coverage": chunk_share(naming, rows, entry["start"], catalogue),
         "missing": [term for term in distinct if not held[term]],
     }
     if "source" in meta:  # a document: its source's thresholds judge it (Searcher.thresholds_for)
@@ -98,6 +103,12 @@ def gather(
         evidence["known"] = known_share(zip(weights, judged), lambda term: knows(term) is not None, held_by, analyse)
         evidence["quantity"] = quantity_share(query, lambda term: holds(source, entry, term), analyse)
     return evidence
+
+
+def asking_terms(analyse: Callable[[str], list[str]]) -> set[str]:
+    """The terms of the words that ask rather than name what is asked about: ``blocks.ASKING_WORDS``
+    and a definition's (``refusal.MEANING_WORDS``: `mean`, `betekent`)."""
+    return {term for word in (*ASKING_WORDS, *MEANING_WORDS) for term in (*analyse(word), word)}
 
 
 def holds(source: MemorySource | ShardSource, entry: Mapping[str, Any], term: str) -> bool:
