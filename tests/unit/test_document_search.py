@@ -243,6 +243,23 @@ def test_a_source_whose_gold_questions_are_all_answerable_gets_the_archives_thre
     assert 0.6 < fitted["by_source"]["records"]["min_coverage"] <= 0.9
 
 
+def test_the_fit_waives_the_similarity_test_where_refuses_does():
+    """A question one chunk holds whole is never refused for its closeness in meaning
+    (``refusal.held_in_one_chunk``), so the fit must not spend the similarity threshold on it:
+    the out-of-scope question a little closer is caught, and a source whose questions are all
+    answerable keeps the archive's threshold rather than one lowered to pass it."""
+    from cellar.retrieval.evaluation import calibrate_features
+
+    held_whole = {**found(similarity=0.30), "chunk_coverage": 1.0}
+    features = [(True, held_whole), (True, found(similarity=0.80)), (False, found(similarity=0.50))]
+    fitted = calibrate_features(features, max_false=0.0)["thresholds"]
+    assert 0.50 < fitted["min_similarity"] <= 0.80
+    assert [refuses(evidence, fitted) for _, evidence in features] == [False, False, True]
+    report = (True, {**found("document", similarity=0.30), "chunk_coverage": 1.0})
+    fitted = calibrate_features([*features[1:], report], max_false=0.0)
+    assert fitted["by_source"]["document"]["min_similarity"] == fitted["thresholds"]["min_similarity"] > 0.50
+
+
 def test_routing_names_a_machine_or_a_requirement_and_falls_back(built, model):
     from cellar.retrieval.routing import RULES, Router, field_values, route
 

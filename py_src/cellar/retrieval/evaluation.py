@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from cellar.ingest.provenance import revision
-from cellar.retrieval.refusal import refuses, unknown_words_left_to_meaning
+from cellar.retrieval.refusal import held_in_one_chunk, refuses, unknown_words_left_to_meaning
 from cellar.retrieval.routing import DEFAULT_RULES, Router
 from cellar.retrieval.search import Searcher
 
@@ -320,15 +320,18 @@ def calibrate_features(features: Sequence[tuple[bool, Mapping[str, Any]]], max_f
 
 
 def _passing(thresholds: Mapping[str, float], group: Sequence[tuple[bool, Mapping[str, Any]]]) -> dict[str, float]:
-    """``thresholds`` (the archive's), each lowered to the least value of ``group``'s evidence,
-    so that none of its questions is refused. Thresholds fitted on answerable questions alone
-    came out 0, and the source's entries were never refused: the demo's notebook gold set, whose
-    few questions that come closest to a report are answerable, let every out-of-scope question
-    closest to a report through."""
+    """``thresholds`` (the archive's), each lowered to the least value of ``group``'s evidence
+    that its test weighs (not where ``refuses`` waives the test), so that none of its questions
+    is refused. Thresholds fitted on answerable questions alone came out 0, and the source's
+    entries were never refused: the demo's notebook gold set, whose few questions that come
+    closest to a report are answerable, let every out-of-scope question closest to a report
+    through."""
+    waived = {"coverage": unknown_words_left_to_meaning, "similarity": held_in_one_chunk}  # as ``refuses``
     lowered = {}
     for name, value in thresholds.items():
         key = name.removeprefix("min_")
-        lowered[name] = min([value, *(e[key] for _, e in group if e.get(key) is not None)])
+        needs = [e[key] for _, e in group if e.get(key) is not None and not (key in waived and waived[key](e))]
+        lowered[name] = min([value, *needs])
     return lowered
 
 
@@ -341,9 +344,10 @@ def _calibrated(features: Sequence[tuple[bool, Mapping[str, Any]]], max_false: f
     grids = [np.unique(np.concatenate([[0.0], column[answerable & np.isfinite(column)]])) for column in values.T]
     mesh = np.stack(np.meshgrid(*grids, indexing="ij"), axis=-1).reshape(-1, len(keys))
     under = values[None, :, :] < mesh[:, None, :]  # (combinations, questions, thresholds)
-    under[:, :, 0] &= ~np.array(  # no coverage test where the unknown words are left to meaning
-        [unknown_words_left_to_meaning(e) for _, e in features]
-    )
+    # (the rule of ``refuses``, for every combination at once) no coverage test where the unknown
+    # words are left to meaning, no similarity test where one chunk holds the question
+    under[:, :, 0] &= ~np.array([unknown_words_left_to_meaning(e) for _, e in features])
+    under[:, :, 2] &= ~np.array([held_in_one_chunk(e) for _, e in features])
     refused = under.any(axis=2)
     false = refused[:, answerable].sum(axis=1)
     caught = refused[:, ~answerable].sum(axis=1)

@@ -29,11 +29,7 @@ def refuses(evidence: Mapping[str, Any], thresholds: Mapping[str, float]) -> boo
         or evidence["numbers"] < thresholds["min_numbers"]
         or evidence.get("known", 1.0) < thresholds.get("min_known", 0.0)
         or evidence.get("quantity", 1.0) < thresholds.get("min_quantity", 0.0)
-        or (
-            similarity is not None
-            and similarity < thresholds["min_similarity"]
-            and evidence.get("chunk_coverage", 0.0) < 1.0
-        )
+        or (similarity is not None and similarity < thresholds["min_similarity"] and not held_in_one_chunk(evidence))
     )
 
 
@@ -41,6 +37,12 @@ def unknown_words_left_to_meaning(evidence: Mapping[str, Any]) -> bool:
     """Whether the coverage test is waived: the dense ranker ran and the best notebook holds
     every query term the archive knows (and it knows at least one)."""
     return evidence.get("similarity") is not None and evidence.get("known_coverage", 0.0) >= 1.0
+
+
+def held_in_one_chunk(evidence: Mapping[str, Any]) -> bool:
+    """Whether the similarity test is waived: one chunk of the best entry holds every word of the
+    question, its asking words aside (``chunk_coverage``)."""
+    return evidence.get("chunk_coverage", 0.0) >= 1.0
 
 
 def refusal_reason(
