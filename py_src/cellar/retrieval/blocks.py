@@ -280,6 +280,11 @@ ASKING_WORDS = (
 ).split()
 
 
+def word_terms(words: Iterable[str], analyse: Callable[[str], list[str]]) -> set[str]:
+    """The terms of ``words``, as the analyser reads them and as written."""
+    return {term for word in words for term in (*analyse(word), word)}
+
+
 def known_share(
     weighted: Iterable[tuple[float, str]],
     knows: Callable[[str], bool],
@@ -291,7 +296,7 @@ def known_share(
     translations is. A question about what no file ever mentions (the `warranty period` of a unit
     a report describes, the `paint system` of its holds) names words the archive never uses,
     however many of its other words a report shares; 1.0 when no word is left."""
-    asking = {term for word in ASKING_WORDS for term in (*analyse(word), word)}
+    asking = word_terms(ASKING_WORDS, analyse)
     pairs = [(w, t) for w, t in weighted if t not in asking]
     total = sum(w for w, _ in pairs)
     if not total:

@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from cellar.retrieval.blocks import ASKING_WORDS, known_share, quantity_share
+from cellar.retrieval.blocks import ASKING_WORDS, known_share, quantity_share, word_terms
 from cellar.retrieval.commonness import term_specificities
 from cellar.retrieval.refusal import MEANING_WORDS
 from cellar.retrieval.sources import MemorySource, ShardSource, cosines, rows_within
@@ -83,8 +83,9 @@ def gather(
     weights = [idf(source, term) * specific.get(term, 1.0) for term in judged]
     known = [(w, t) for w, t in zip(weights, judged) if source.postings(t) is not None]
     found = [all_terms for all_terms in numbers if any(held[t] for t in all_terms)]
-    asking = asking_terms(analyse)
-    naming = [(w, t) for w, t in zip(weights, judged) if t not in asking]  # what one chunk must hold
+    # what one chunk must hold: not the words that ask (`blocks.ASKING_WORDS`, a definition's `betekent`)
+    asking = word_terms((*ASKING_WORDS, *MEANING_WORDS), analyse)
+    naming = [(w, t) for w, t in zip(weights, judged) if t not in asking]
     similarity = None
     if vectors is not None and entry["end"] > entry["start"]:
         similarity = float(np.max(cosines(*source.notebook_vectors(best), vectors)))
@@ -103,12 +104,6 @@ def gather(
         evidence["known"] = known_share(zip(weights, judged), lambda term: knows(term) is not None, held_by, analyse)
         evidence["quantity"] = quantity_share(query, lambda term: holds(source, entry, term), analyse)
     return evidence
-
-
-def asking_terms(analyse: Callable[[str], list[str]]) -> set[str]:
-    """The terms of the words that ask rather than name what is asked about: ``blocks.ASKING_WORDS``
-    and a definition's (``refusal.MEANING_WORDS``: `mean`, `betekent`)."""
-    return {term for word in (*ASKING_WORDS, *MEANING_WORDS) for term in (*analyse(word), word)}
 
 
 def holds(source: MemorySource | ShardSource, entry: Mapping[str, Any], term: str) -> bool:
