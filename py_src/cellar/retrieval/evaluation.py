@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from cellar.ingest.provenance import revision
-from cellar.retrieval.refusal import held_in_one_chunk, refuses, unknown_words_left_to_meaning
+from cellar.retrieval.refusal import WAIVERS, refuses
 from cellar.retrieval.routing import DEFAULT_RULES, Router
 from cellar.retrieval.search import Searcher
 
@@ -326,11 +326,10 @@ def _passing(thresholds: Mapping[str, float], group: Sequence[tuple[bool, Mappin
     entries were never refused: the demo's notebook gold set, whose few questions that come
     closest to a report are answerable, let every out-of-scope question closest to a report
     through."""
-    waived = {"coverage": unknown_words_left_to_meaning, "similarity": held_in_one_chunk}  # as ``refuses``
     lowered = {}
     for name, value in thresholds.items():
         key = name.removeprefix("min_")
-        needs = [e[key] for _, e in group if e.get(key) is not None and not (key in waived and waived[key](e))]
+        needs = [e[key] for _, e in group if e.get(key) is not None and not (key in WAIVERS and WAIVERS[key](e))]
         lowered[name] = min([value, *needs])
     return lowered
 
@@ -344,10 +343,9 @@ def _calibrated(features: Sequence[tuple[bool, Mapping[str, Any]]], max_false: f
     grids = [np.unique(np.concatenate([[0.0], column[answerable & np.isfinite(column)]])) for column in values.T]
     mesh = np.stack(np.meshgrid(*grids, indexing="ij"), axis=-1).reshape(-1, len(keys))
     under = values[None, :, :] < mesh[:, None, :]  # (combinations, questions, thresholds)
-    # (the rule of ``refuses``, for every combination at once) no coverage test where the unknown
-    # words are left to meaning, no similarity test where one chunk holds the question
-    under[:, :, 0] &= ~np.array([unknown_words_left_to_meaning(e) for _, e in features])
-    under[:, :, 2] &= ~np.array([held_in_one_chunk(e) for _, e in features])
+    for i, key in enumerate(keys):  # the rule of ``refuses``, for every combination at once
+        if key in WAIVERS:
+            under[:, :, i] &= ~np.array([WAIVERS[key](e) for _, e in features])
     refused = under.any(axis=2)
     false = refused[:, answerable].sum(axis=1)
     caught = refused[:, ~answerable].sum(axis=1)

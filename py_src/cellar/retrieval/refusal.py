@@ -25,11 +25,13 @@ def refuses(evidence: Mapping[str, Any], thresholds: Mapping[str, float]) -> boo
     cellar.retrieval.search)."""
     similarity = evidence.get("similarity")
     return (
-        (evidence["coverage"] < thresholds["min_coverage"] and not unknown_words_left_to_meaning(evidence))
+        (evidence["coverage"] < thresholds["min_coverage"] and not WAIVERS["coverage"](evidence))
         or evidence["numbers"] < thresholds["min_numbers"]
         or evidence.get("known", 1.0) < thresholds.get("min_known", 0.0)
         or evidence.get("quantity", 1.0) < thresholds.get("min_quantity", 0.0)
-        or (similarity is not None and similarity < thresholds["min_similarity"] and not held_in_one_chunk(evidence))
+        or (
+            similarity is not None and similarity < thresholds["min_similarity"] and not WAIVERS["similarity"](evidence)
+        )
     )
 
 
@@ -43,6 +45,14 @@ def held_in_one_chunk(evidence: Mapping[str, Any]) -> bool:
     """Whether the similarity test is waived: one chunk of the best entry holds every word of the
     question, its asking words aside (``chunk_coverage``)."""
     return evidence.get("chunk_coverage", 0.0) >= 1.0
+
+
+# The tests a piece of evidence passes whatever its value, and when: ``refuses`` applies them, and
+# the calibration reads them to fit the thresholds by the same rule.
+WAIVERS: dict[str, Callable[[Mapping[str, Any]], bool]] = {
+    "coverage": unknown_words_left_to_meaning,
+    "similarity": held_in_one_chunk,
+}
 
 
 def refusal_reason(
