@@ -257,3 +257,35 @@ def test_cli_search_refuses_a_damaged_shard(demo_shard, tmp_path, capsys, damage
     assert main(["search", str(copy), "ballast"]) == 2
     err = capsys.readouterr().err
     assert f"{name}: damaged" in err if damage == "flip" else f"{name}: cannot read" in err
+
+
+def test_the_refusal_ceiling_is_never_below_what_the_calibration_reaches_in_sample(demo_shard):
+    """benchmarks/refusal_ceiling.py tries every threshold the gold set's evidence allows; the
+    calibration fitted on the same questions is one of them, so the ceiling bounds it."""
+    import argparse
+    import importlib.util
+
+    from cellar.cli.search import open_searcher
+    from cellar.retrieval.embedding import default_model_dir
+    from cellar.retrieval.evaluation import calibrate_features
+
+    spec = importlib.util.spec_from_file_location("refusal_ceiling", ROOT / "benchmarks" / "refusal_ceiling.py")
+    assert spec and spec.loader
+    ceiling = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ceiling)
+    searcher = open_searcher(str(demo_shard), str(default_model_dir()))
+    gold = [
+        row
+        for name in ("gold.jsonl", "gold_documents.jsonl")
+        for row in read_gold((DEMO / name).read_text().splitlines())
+    ]
+    questions = [ceiling.searched(searcher, row) for row in gold]
+    fitted = calibrate_features([(ok, evidence) for ok, evidence, _ in questions])["thresholds"]
+    refused = [refuses(evidence, fitted) for _, evidence, _ in questions]
+    caught = sum(r for r, (ok, _, _) in zip(refused, questions) if not ok) / sum(not ok for ok, _, _ in questions)
+    false = sum(r for r, (ok, _, _) in zip(refused, questions) if ok) / sum(ok for ok, _, _ in questions)
+    assert false <= 0.10 and caught > 0  # the fit refuses something, within its budget
+    bound = ceiling.ceiling(questions, argparse.Namespace(recall=caught, false=0.10, nb5=0.0))
+    assert bound["recall_at_nb5_target"] >= caught
+    assert bound["nb5_at_refusal_target"] is not None  # the fit's own recall is reachable
+    assert bound["nb5_unrefused"] >= bound["nb5_at_refusal_target"]
