@@ -646,6 +646,21 @@ def test_a_pdf_encrypted_with_an_empty_password_is_read_and_one_that_needs_a_pas
         extract(encrypted("secret"), "archive/locked.pdf")
 
 
+def test_a_blank_page_without_content_is_read_as_empty_and_the_pages_around_it_keep_their_numbers():
+    """A page with no content stream is valid PDF (a report's blank left page); pypdf's layout
+    mode raised KeyError on it, and the whole report was refused."""
+    from pypdf import PdfReader, PdfWriter
+
+    writer = PdfWriter(
+        clone_from=PdfReader(io.BytesIO(WRITERS.pdf_bytes([["1 Scope", "Ballast."], ["2 Pumps", "P2."]])))
+    )
+    writer.insert_blank_page(index=1)
+    out = io.BytesIO()
+    writer.write(out)
+    doc = extract(out.getvalue(), "archive/blank.pdf")
+    assert {doc.text[b.start : b.end]: b.page for b in doc.blocks} == {"1 Scope\nBallast.": 1, "2 Pumps\nP2.": 3}
+
+
 def test_what_pypdf_logs_reading_a_pdf_is_a_warning_naming_the_file(capsys):
     data = WRITERS.pdf_bytes([["1 Scope", "Some text here."]])[:-30]  # its end, %%EOF, cut off
     with warnings.catch_warnings(record=True) as caught, pytest.raises(FileRefused):

@@ -180,6 +180,9 @@ def _read_pages(data: bytes, path: str) -> tuple[list[str], dict[str, float], fl
                     f"{number} to {len(reader.pages)} are not indexed"
                 )
                 break
+            if page.get_contents() is None:  # a blank page, valid PDF: pypdf's layout mode fails on it
+                texts.append("")
+                continue
             try:
                 cost = costs.page(page)
             except PastPageLimit as past:
