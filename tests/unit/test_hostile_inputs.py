@@ -205,6 +205,36 @@ def test_a_text_past_the_limit_is_cut_with_a_warning(archive, monkeypatch):
     assert split == [1000]
 
 
+def test_a_huge_note_is_cut_on_its_own_and_the_notes_after_it_are_indexed(archive):
+    """One pasted log of 3 MB in a service note took the whole text a file is indexed up to, and
+    the notes after it were lost with a warning that named none of them."""
+    huge = "pump log line " * 250_000
+    (archive / "s.records.csv").write_text(f"id,text\nN1,seal leak\nN2,{huge}\nN3,bearing noise\n")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        chunked = chunk_file(archive / "s.records.csv", archive)
+    assert [block["citation"] for block in chunked.document["blocks"]] == ["N1", "N2", "N3"]
+    assert any("bearing noise" in chunk.text for chunk in chunked.chunks)
+    assert [str(warning.message) for warning in caught] == [
+        "s.records.csv: 1 note(s) have a text of more than 100,000 characters, the first on line 3: each keeps "
+        "its first 100,000"
+    ]
+
+
+def test_blocks_past_a_documents_cut_are_named(archive, monkeypatch):
+    monkeypatch.setattr(chunking, "MAX_TEXT_CHARS", 1000)
+    (archive / "s.records.jsonl").write_text(
+        "".join(json.dumps({"id": f"N{n}", "text": "word " * 100}) + "\n" for n in range(4))
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        chunked = chunk_file(archive / "s.records.jsonl", archive)
+    assert [block["citation"] for block in chunked.document["blocks"]] == ["N0", "N1"]
+    assert [str(warning.message) for warning in caught][-1] == (
+        "s.records.jsonl: blocks 3 to 4 (N2 on) lie past the cut and are not indexed"
+    )
+
+
 def _output_cell(*outputs: dict) -> dict:
     return {"cell_type": "code", "metadata": {}, "source": "show()", "outputs": list(outputs), "execution_count": 1}
 

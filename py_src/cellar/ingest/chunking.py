@@ -133,7 +133,15 @@ def chunk_document(data: bytes, path: str, rules: Sequence[Rule] = ()) -> Chunke
         # Blocks past the cut are left out; one the cut runs through is kept up to the cut (a file
         # that is one long paragraph or table is indexed as far as the warning says, not left
         # empty). Only past a cut: an empty last block (a note without text) starts at the end.
-        blocks = tuple(b if b.end <= len(text) else replace(b, end=len(text)) for b in blocks if b.start < len(text))
+        kept = tuple(b if b.end <= len(text) else replace(b, end=len(text)) for b in blocks if b.start < len(text))
+        if len(kept) < len(blocks):  # say which: a records file's notes are cited one by one
+            warnings.warn(
+                f"{path}: blocks {len(kept) + 1} to {len(blocks)} ({blocks[len(kept)].citation} on) lie past the "
+                "cut and are not indexed",
+                NotebookWarning,
+                stacklevel=2,
+            )
+        blocks = kept
         extracted = replace(extracted, blocks=blocks)
     place = "source" if extracted.format in ("markdown", "text") else "extracted"
     # (a records file's notes are bounded by their own count, notes.MAX_NOTES: one a block)

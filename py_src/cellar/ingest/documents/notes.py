@@ -65,6 +65,10 @@ MAX_NOTE_FIELD_CHARS = 4_000
 # 20 million is some 25,000 notes of three dozen fields, ten times the text a file is indexed up to
 # (chunking.MAX_TEXT_CHARS); past it, the notes that follow are not read.
 MAX_FILE_FIELD_CHARS = 20_000_000
+# A note's text: a service note is a few lines. A note of 10 MB (a pasted log) took the whole text a
+# file is indexed up to (chunking.MAX_TEXT_CHARS), and every note after it was lost; past this, a
+# note keeps its first characters, with a warning, and the notes after it are read.
+MAX_NOTE_TEXT_CHARS = 100_000
 ID_COLUMNS = ("id", "note_id")
 TEXT_COLUMNS = ("text", "description", "remarks")
 YEAR = re.compile(r"(?:19|20)\d\d")
@@ -202,6 +206,7 @@ def _notes(path: str, header: Sequence[str], rows: Iterable[tuple[int, Mapping[s
     notes = []
     left = MAX_FILE_FIELD_CHARS  # the file's fields still to be read
     cut, first_cut = 0, 0  # the notes whose fields were cut, the first one's line
+    cut_texts, first_cut_text = 0, 0  # the same for their texts
     long: list[str] = []  # fields cut to MAX_FIELD_CHARS: told after the notes (read a row at a time)
     for line, row in rows:
         if None in row:  # csv.DictReader's key for the cells past the header's
@@ -241,13 +246,22 @@ def _notes(path: str, header: Sequence[str], rows: Iterable[tuple[int, Mapping[s
         left -= size
         if not whole:
             cut, first_cut = cut + 1, first_cut or line
-        notes.append((note_id, (text or "").strip(), fields))
+        body = (text or "").strip()
+        if len(body) > MAX_NOTE_TEXT_CHARS:
+            body = body[:MAX_NOTE_TEXT_CHARS]
+            cut_texts, first_cut_text = cut_texts + 1, first_cut_text or line
+        notes.append((note_id, body, fields))
     for message in long:
         _warn(message)
     if cut:
         _warn(
             f"{path}: {cut:,} note(s) have fields of more than {MAX_NOTE_FIELD_CHARS:,} characters (as "
             f"`name: value; `), the first on line {first_cut}: each keeps its first fields up to that"
+        )
+    if cut_texts:
+        _warn(
+            f"{path}: {cut_texts:,} note(s) have a {text_column} of more than {MAX_NOTE_TEXT_CHARS:,} characters, the "
+            f"first on line {first_cut_text}: each keeps its first {MAX_NOTE_TEXT_CHARS:,}"
         )
     if not notes:
         raise FileRefused(path, "a records file without any note")
