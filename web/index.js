@@ -230,10 +230,17 @@ function draw(answer) {
   $("results-count").textContent = answer.refused
     ? `No answer for “${answer.query}”.`
     : `${shown.length} notebook${shown.length === 1 ? "" : "s"} for “${answer.query}”${ms ? ` (${Math.round(ms)} ms)` : ""}.`;
+  if (answer.cut) $("results-count").textContent += ` ${cutNote(answer.cut)}`;
   $("route").textContent = searched(answer.route);
   $("refusal").replaceChildren(...(answer.refused ? [refusal(answer)] : []));
   $("notebooks").replaceChildren(...shown.map((notebook, rank) => element("li", {}, notebookCard(notebook, rank + 1))));
   document.body.dataset.answered = answer.query;
+}
+
+// A pasted page is read up to its first characters (search.MAX_QUERY_CHARS), and the page says so.
+function cutNote(cut) {
+  const number = (n) => n.toLocaleString("en");
+  return `Only its first ${number(cut.read_chars)} of ${number(cut.asked_chars)} characters were read.`;
 }
 
 // What a routed question searched first: a machine id's notes, or (when asked) the standards;

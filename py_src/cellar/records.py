@@ -113,6 +113,7 @@ class Answer(TypedDict):
     warnings: list[str]
     closest: NotRequired[list[NotebookResult]]  # a refusal: what came nearest
     route: NotRequired[dict[str, Any]]  # a routed search: rule, sources searched, fields, fell_back, deprecated
+    cut: NotRequired[dict[str, int]]  # a question cut to its first read_chars: asked_chars, read_chars
 
 
 class OutputDiffRecord(TypedDict):

@@ -132,6 +132,15 @@ def test_the_page_answers_as_cpython_refuses_filters_and_speaks_dutch(page, site
         answer = page.evaluate("q => window.cellar.search(q)", question)
         assert answer["refused"] and answer["refusal_reason"].startswith("looked for"), question
 
+    # A pasted page is read up to its first 4,000 characters, and the page says so.
+    pasted = " ".join([BALLAST] * 150)
+    box.fill(pasted)
+    box.press("Enter")
+    answered(page, pasted[:4000])
+    expect(page.locator("#results-count")).to_contain_text(
+        f"Only its first 4,000 of {len(pasted):,} characters were read."
+    )
+
     # Filters change the results: a year range drops the 2024 notebook, a kind keeps only its
     # passages, a project keeps only its notebook. (Notebooks only: the demo's ballast report
     # and standard answer "ballast water tanks" too, tests/browser/test_documents.py.)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tests.unit.conftest import deadline
 
 from cellar.cli.search import listing
 from cellar.records import KINDS
@@ -22,7 +23,7 @@ from cellar.retrieval.publish import write_shard
 from cellar.retrieval.quantities import si_spellings
 from cellar.retrieval.refusal import refuses
 from cellar.retrieval.routing import Router
-from cellar.retrieval.search import DEFAULT_CALIBRATION, DEPTH, NUMBER_IN_TEXT, Filters, Searcher
+from cellar.retrieval.search import DEFAULT_CALIBRATION, DEPTH, MAX_QUERY_CHARS, NUMBER_IN_TEXT, Filters, Searcher
 from cellar.retrieval.shard import MANIFEST, NeedFiles, Shard, open_shard
 from cellar.retrieval.sharding import shard_files
 
@@ -304,6 +305,22 @@ def test_a_pasted_megabyte_is_refused_not_hung(small, pasted):
     start = pasted[:199].rstrip() + "…"
     assert answer["refusal_reason"].startswith(f"looked for {start!r}: ")
     assert len(answer["refusal_reason"]) < 2_000
+
+
+def test_a_pasted_page_of_words_is_read_up_to_its_first_characters_and_the_answer_says_so(small):
+    """A megabyte of distinct words took 45 s to search (each word looked up, read in English);
+    a question is read up to MAX_QUERY_CHARS, the words past it are not searched, and the answer
+    and the command line's listing say how much was read."""
+    pasted = "reynolds number of the pipe flow " + " ".join(f"w{n}x" for n in range(200_000))
+    with deadline(30):
+        answer = small.search(pasted, k=3)
+    assert answer["query"] == pasted[:MAX_QUERY_CHARS]
+    assert answer["cut"] == {"asked_chars": len(pasted), "read_chars": MAX_QUERY_CHARS}
+    assert "reynold" in answer["terms"] and f"w{MAX_QUERY_CHARS}x" not in answer["terms"]
+    assert listing(answer).startswith(
+        f"only the first {MAX_QUERY_CHARS:,} of the question's {len(pasted):,} characters were read\n"
+    )
+    assert "cut" not in small.search("reynolds number", k=3)
 
 
 def test_refusal_rule_on_evidence():

@@ -109,9 +109,15 @@ def run(args: argparse.Namespace) -> int:
 def listing(answer: Answer) -> str:
     """The answer for a terminal: notebooks, their hits and neighbourhoods, or the refusal; a
     control character of a file's name or text written as its escape (``shown``)."""
+    cut = answer.get("cut")
+    said = (
+        [f"only the first {cut['read_chars']:,} of the question's {cut['asked_chars']:,} characters were read"]
+        if cut
+        else []
+    )
     if answer["refused"]:
-        return shown(f"refused: {answer['refusal_reason']}")
-    lines = []
+        return "\n".join(shown(line) for line in [*said, f"refused: {answer['refusal_reason']}"])
+    lines = said
     for number, nb in enumerate(answer["notebooks"], 1):
         status = nb["status"] + (", deprecated" if nb["meta"].get("deprecated") else "")
         lines.append(f"{number}. {nb['path']}  [{status}]  score {nb['score']:.4f}")

@@ -90,6 +90,10 @@ TRANSLATION_WEIGHT = 0.5  # BM25 weight of a Dutch word's English translations (
 # 221 public notebooks), used until `cellar index --calibrate GOLD` fits them to an archive.
 DEFAULT_CALIBRATION = {"min_coverage": 0.3866, "min_numbers": 0.75, "min_similarity": 0.5049}
 NUMBER_IN_TEXT = re.compile(r"\d+(?:[.,]\d+)*")
+# The most characters of a question that are read. A question is a line, or a pasted paragraph or
+# error message; a pasted megabyte of words took 45 s to search (half of it reading each word in
+# English), which a tab, at half CPython's speed, would hang for. The answer says it was cut.
+MAX_QUERY_CHARS = 4_000
 
 
 @dataclass(frozen=True)
@@ -116,6 +120,7 @@ class Ranking:
     vectors: np.ndarray | None = field(default=None, compare=False, repr=False)
     judged: tuple[int, float, list[tuple[int, float]]] | None = None
     further: Mapping[int, list[tuple[int, float]]] = field(default_factory=dict, compare=False, repr=False)
+    asked_chars: int = 0  # the question's length when it was cut to ``MAX_QUERY_CHARS`` (``query``), else 0
 
     @property
     def shown(self) -> tuple[tuple[int, float, list[tuple[int, float]]], ...]:
@@ -205,6 +210,8 @@ class Searcher:
         if type(k) is not int or k < 1:
             raise ValueError(f"k is the number of notebooks to return, 1 or more, not {k!r}")
         filters = filters or Filters()
+        asked_chars = len(query) if len(query) > MAX_QUERY_CHARS else 0
+        query = query[:MAX_QUERY_CHARS]
         # A tab asks again once it has fetched the top notebooks' containers (NeedFiles): the
         # fusion of that first round is kept for the second, not computed twice.
         if self._last_fused is None or self._last_fused[0] != (query, filters, mode):
@@ -229,7 +236,18 @@ class Searcher:
             n: met_within(met, self.notebooks[n]["start"], self.notebooks[n]["end"], c) for n, c in shown.items()
         }
         return Ranking(
-            query, mode, distinct, tuple(answered[:k]), evidence, refused, laps, filters.kinds, vectors, judged, further
+            query,
+            mode,
+            distinct,
+            tuple(answered[:k]),
+            evidence,
+            refused,
+            laps,
+            filters.kinds,
+            vectors,
+            judged,
+            further,
+            asked_chars,
         )
 
     def _fuse(self, query: str, filters: Filters, mode: str) -> _Fused:
@@ -358,6 +376,8 @@ class Searcher:
         }
         if refused:  # what came nearest, unless the question had no word to come near
             answer["closest"] = shown if ranking.terms else []
+        if ranking.asked_chars:  # the question was cut: the page and the command line say so
+            answer["cut"] = {"asked_chars": ranking.asked_chars, "read_chars": MAX_QUERY_CHARS}
         return answer
 
     def _opening_terms(self, ranking: Ranking, reading: Reading) -> list[tuple[str, ...]]:
