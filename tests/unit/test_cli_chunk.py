@@ -35,7 +35,7 @@ def test_a_folder_with_bad_files_writes_the_good_ones_and_exits_1(capsys):
     assert "cellar chunk: 3 files read, 4 rejected" in problems
     kinds = {kind: sum(record["kind"] == kind for record in written) for kind in ("code", "scalar", "table")}
     assert f"code {kinds['code']}" in err and f"scalar {kinds['scalar']}" in err
-    assert "skipped: 4 (" in err and "widget view 1" in err
+    assert "parts not chunked: 4 (" in err and "widget view 1" in err
 
 
 def test_valid_files_exit_0_and_paths_are_relative_to_their_folder(capsys):

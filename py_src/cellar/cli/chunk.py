@@ -114,7 +114,8 @@ def _summary(read: int, rejected: int, kinds: Counter[str], skipped: Counter[str
     lines = [
         f"cellar chunk: {read} file{'s' * (read != 1)} read, {rejected} rejected",
         f"chunks: {sum(kinds.values())}" + (f" ({counts})" if counts else ""),
-        f"skipped: {sum(skipped.values())}"
+        # parts of the files read that make no chunk (a widget view, an unknown cell type), not files
+        f"parts not chunked: {sum(skipped.values())}"
         + (f" ({', '.join(f'{reason} {n}' for reason, n in skipped.most_common())})" if skipped else ""),
     ]
     return "\n".join(lines)
