@@ -160,3 +160,14 @@ def test_hidden_links_stay_skipped(lessons_copy, outside):
     folder = lessons_copy / "01-passages"
     (folder / ".env").symlink_to(outside / "secret.txt")
     assert ".env" not in read_lesson_files(folder)
+
+
+def test_check_stops_a_lesson_whose_code_never_ends_and_goes_on(lessons_copy, capsys):
+    looping, good = lessons_copy / "01-passages", lessons_copy / "02-embedding-lab"
+    (looping / "main.py").write_text("while True:\n    pass\n")
+    with deadline(120):
+        assert main(["lesson", "check", "--timeout", "5", str(looping), str(good)]) == 1
+    assert capsys.readouterr().out.splitlines() == [
+        f"{looping}: its code ran for more than 5 s (a loop without end?) and was stopped",
+        f"{good}: ok",
+    ]

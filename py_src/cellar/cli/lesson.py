@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import sys
 
 from cellar.lessons.lesson import LessonError, catalog, validate_lesson
+
+# How long one lesson's check may run: it runs the lesson's code (examples, solution, starter,
+# checks), and a loop without end there hung the command (found by a hostile-input sweep).
+CHECK_TIMEOUT = 120.0
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -17,6 +22,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="validate lesson folders: files, front matter, checks, solution and starter",
     )
     check.add_argument("dirs", nargs="+", metavar="DIR")
+    check.add_argument(
+        "--timeout",
+        type=float,
+        default=CHECK_TIMEOUT,
+        metavar="SECONDS",
+        help=f"stop a lesson whose check runs longer (default {CHECK_TIMEOUT:g})",
+    )
     check.set_defaults(func=run_check)
     listing = commands.add_parser("list", help="list the lessons in a folder")
     listing.add_argument(
@@ -31,7 +43,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run_check(args: argparse.Namespace) -> int:
     status = 0
     for folder in args.dirs:
-        problems = validate_lesson(folder)
+        problems = _validated(folder, args.timeout)
         for problem in problems:
             print(f"{folder}: {problem}")
         if problems:
@@ -39,6 +51,16 @@ def run_check(args: argparse.Namespace) -> int:
         else:
             print(f"{folder}: ok")
     return status
+
+
+def _validated(folder: str, timeout: float) -> list[str]:
+    """``validate_lesson`` in a process of its own, ended after ``timeout`` seconds."""
+    with multiprocessing.get_context("spawn").Pool(1) as pool:  # leaving it ends the process
+        result = pool.apply_async(validate_lesson, (folder,))
+        try:
+            return result.get(timeout)
+        except multiprocessing.TimeoutError:
+            return [f"its code ran for more than {timeout:g} s (a loop without end?) and was stopped"]
 
 
 def run_list(args: argparse.Namespace) -> int:
