@@ -1,6 +1,7 @@
 """`cellar serve` against hostile requests and hand-placed links: it serves the site folder's own
 files, answers every request, and keeps its console free of tracebacks."""
 
+import os
 import socket
 import struct
 import subprocess
@@ -32,6 +33,9 @@ def hand_made(tmp_path):
     (site / "archive" / "host.ipynb").symlink_to(outside / "secret.txt")
     (site / "linked-index" / "index.html").symlink_to(outside / "secret.txt")
     (site / "inside.txt").symlink_to("index.html")
+    (site / "archive" / "page.html").write_text("<!doctype html><title>a notebook's page</title>")
+    (site / "page-link.html").symlink_to("archive/page.html")
+    os.mkfifo(site / "fifo.html")
     return site
 
 
@@ -137,3 +141,25 @@ def test_a_malformed_request_line_is_answered_with_headers(hand_made):
     with serving(hand_made) as url:
         line, reply = raw(url, b"GET /a b c d\r\n\r\n")
         assert line.startswith(b"HTTP/1.0 400") and b"X-Content-Type-Options: nosniff" in reply
+
+
+def test_a_link_to_archive_content_is_served_as_data_like_the_file_it_leads_to(hand_made):
+    """What is served is judged by the file it comes from: an archive page reached through a link
+    elsewhere in the site is an attachment, in the data policy's sandbox, never a page."""
+    with serving(hand_made) as url:
+        for path in ("/archive/page.html", "/page-link.html"):
+            line, reply = raw(url, f"GET {path} HTTP/1.0\r\n\r\n".encode())
+            assert line.split()[1] == b"200" and b"Content-Disposition: attachment" in reply, path
+            assert b"Content-type: text/html" not in reply
+
+
+def test_a_fifo_in_the_site_is_not_found_and_holds_no_thread(hand_made):
+    with serving(hand_made) as url:
+        assert status(url, "/fifo.html") == b"404"
+        assert status(url, "/") == b"200"
+
+
+def test_a_raw_backslash_is_a_bad_request_not_a_redirect_to_another_host(hand_made):
+    with serving(hand_made) as url:
+        line, reply = raw(url, b"GET /\\evil.example/sub HTTP/1.0\r\n\r\n")
+        assert line.split()[1] == b"400" and b"Location" not in reply

@@ -117,13 +117,19 @@ class SiteRequestHandler(SimpleHTTPRequestHandler):
         request line was read names no file."""
         if not hasattr(self, "path"):
             return False
-        served = os.path.relpath(self.translate_path(self.path), self.directory)
+        path = self.translate_path(self.path)
+        try:  # the file's own place: a link elsewhere in the site to a notebook's HTML is that notebook's
+            path = os.path.realpath(path)
+        except ValueError:  # a NUL byte or a lone surrogate, which no file's path holds (send_head refuses)
+            pass
+        served = os.path.relpath(path, os.path.realpath(self.directory))
         return served.split(os.sep)[0].casefold() in DATA_FOLDERS
 
     def send_head(self) -> Any:
         """A path that no file can have is a bad request: a NUL byte, or a lone surrogate (as
-        ``%ed%a0%80`` decodes to); ``open`` would raise on either. A file (or a folder's index
-        page) that resolves outside the site folder through a link is not found."""
+        ``%ed%a0%80`` decodes to); ``open`` would raise on either; so is a raw backslash. A file
+        (or a folder's index page) that resolves outside the site folder through a link, and
+        anything but a file or a folder (a FIFO), is not found."""
         path = self.translate_path(self.path)
         try:
             os.fsencode(path)
@@ -133,8 +139,17 @@ class SiteRequestHandler(SimpleHTTPRequestHandler):
         if "\0" in path:
             self.send_error(HTTPStatus.BAD_REQUEST, "NUL byte in the path")
             return None
+        # A browser sends `\` as `/`; raw, the stdlib's redirect of `/\host/folder` to
+        # `/\host/folder/` is read by URL parsers as another host's page.
+        if "\\" in self.path:
+            self.send_error(HTTPStatus.BAD_REQUEST, "a backslash in the path")
+            return None
         # (a server made other than by make_server, as a benchmark makes its own, follows links)
         if not getattr(self.server, "follow_links_out", True) and self.leads_out(path):
+            self.send_error(HTTPStatus.NOT_FOUND, "File not found")
+            return None
+        # only files and folders: opening a FIFO a hand put in the site blocked its thread for ever
+        if os.path.exists(path) and not (os.path.isfile(path) or os.path.isdir(path)):
             self.send_error(HTTPStatus.NOT_FOUND, "File not found")
             return None
         return super().send_head()
