@@ -64,7 +64,7 @@ AFTER = "import js, time\ntime.sleep(0.3)\nprint('log:', list(getattr(js.globalT
 @dataclass
 class Probe:
     """One hostile cell: `code` (with {secret_file}, {write_dir}, {port}, {udp_port}, {unix_socket},
-    {runtime}, {victim} filled in) and `expect`, a pattern its output must show: the refusal."""
+    {victim} filled in) and `expect`, a pattern its output must show: the refusal."""
 
     id: str
     code: str
@@ -86,7 +86,13 @@ PROBES = [
         "sent",
     ),
     Probe("fs-write-host-file", "node('fs').writeFileSync({write_dir!r} + '/pwned', 'x'); print('wrote')", ACCESS),
-    Probe("fs-write-runtime", "node('fs').writeFileSync({runtime!r} + '/pwned', 'x'); print('wrote')", ACCESS),
+    # the runtime's folder where Node sees it (the host's path is not in the new root)
+    Probe(
+        "fs-write-runtime",
+        "import json\nfolder = json.loads(js.globalThis.process.argv[2])['runtime']\n"
+        "node('fs').writeFileSync(folder + '/pwned', 'x'); print('wrote')",
+        ACCESS,
+    ),
     Probe("fs-mkdir", "node('fs').mkdirSync({write_dir!r} + '/pwned-dir'); print('made')", ACCESS),
     Probe(
         "nodefs-mount-root",
@@ -250,6 +256,13 @@ PROBES = [
     Probe("process-env", "print(dict(js.Object.entries(js.globalThis.process.env)))", r"TZ"),
     # the machine's name, which names a host of the firm's: a name of the worker's own instead
     Probe("os-hostname", "print('host name:', node('os').hostname())", r"host name: cellar-sandbox"),
+    # the host's folders, in Node's command line and in a stack trace: the paths of the new root instead
+    Probe(
+        "process-argv",
+        "p = js.globalThis.process\nprint('argv:', list(p.argv), list(p.execArgv), p.report.getReport().header.commandLine)",
+        r"argv: .*/cellar/\d+/pyodide_host\.mjs",
+    ),
+    Probe("stack-trace", "print(js.Error.new('where').stack)", r"/cellar/\d+/pyodide/"),
     # -- the Python-level refusals (the first layer) -------------------------------------------------
     Probe("py-open-etc-passwd", "print(open('/etc/passwd').read())", r"PathRefused|refused"),
     Probe("py-open-host-file", "print(open({secret_file!r}).read())", r"PathRefused|refused"),
@@ -395,7 +408,6 @@ class Target:
             secret_file=str(self.secret_file),
             secret_module=str(self.secret_module),
             write_dir=str(self.write_dir),
-            runtime=str(self.runtime),
             port=self.listeners.port,
             udp_port=self.listeners.udp_port,
             unix_socket=self.listeners.unix_path,
@@ -418,6 +430,8 @@ class Target:
             found.append("a host secret (file, module or environment) is in the output")
         if re.search(r"root:.*:0:0:", text):
             found.append("/etc/passwd is in the output")
+        if str(self.runtime.resolve()) in text:
+            found.append("a host path (the runtime's folder) is in the output")
         found += [f"arrived at a listener: {arrival}" for arrival in self.listeners.arrivals]
         files = self._files()
         found += [f"written: {path}" for path in sorted(files - self.before)]
@@ -553,7 +567,7 @@ import json, subprocess, sys
 from dataclasses import replace
 from cellar.rerender.pyodide_host import NODE_ENV, confinement
 held = confinement() if sys.argv[2] == "tethered" else replace(confinement(), tethered=())
-command = held.command([sys.argv[1], "-e", "setInterval(() => {}, 1000)"], [], 2**30)
+command = held.command([sys.argv[1], "-e", "setInterval(() => {}, 1000)"], {}, 2**30)
 print(subprocess.Popen(command, env=NODE_ENV, start_new_session=True).pid, flush=True)
 sys.stdin.read()
 """

@@ -21,6 +21,9 @@ the default; see `confinement()`):
 - Where `unshare` works (root, or unprivileged user namespaces): a new network namespace, whose
   only interface, loopback, is down, so that no connection leaves the process, to 127.0.0.1
   neither; and a new PID namespace, in which no other process of the machine can be signalled.
+  With a mount namespace too, Node runs chrooted into a root of its own that holds the system's
+  programs and the files it may read, these at `/cellar/<n>/<name>` (`INSIDE`): no other file,
+  and no host path for a notebook to print from Node's command line or a stack trace.
 - Where `setpriv` is, Node starts there with no capability and none to gain back: as root in
   the namespaces it could otherwise change its user, mount, or leave the new root.
 - Where `prlimit` is, the process's memory is capped (`memory`: RLIMIT_DATA, which counts the
@@ -100,24 +103,29 @@ SYSTEM_PATHS = ("/usr", "/bin", "/lib", "/lib64", "/sbin", "/dev/null", "/dev/ze
 # The empty folder each worker's new root is mounted on, in its own mount namespace (so one
 # folder serves them all, and the host sees it empty).
 ROOT_MOUNT = Path(tempfile.gettempdir()) / "cellar-sandbox-root"
-# Run inside the namespaces: sh -c NEW_ROOT cellar-sandbox MOUNT PATH... -- COMMAND...
+# Where, in a root of its own, Node finds the files it may read (the runtime, this module's script,
+# the wheels, the start files): `/cellar/<n>/<name>`, not their host paths, which a notebook could
+# print from Node's `process.argv`, `execArgv` or a stack trace (`/home/<user>/...` names a user and
+# the folders of the machine; read in a hostile-input sweep, 2026-12-07).
+INSIDE = "/cellar"
+# Run inside the namespaces: sh -c NEW_ROOT cellar-sandbox MOUNT (PATH AT)... -- COMMAND...
 NEW_ROOT = r"""
 set -eu
 PATH=/usr/sbin:/usr/bin:/sbin:/bin  # not exported: Node sees no PATH
 new=$1; shift
 mount -t tmpfs -o mode=0755 cellar-sandbox "$new"
 while [ "$1" != "--" ]; do
-  path=$1; shift
+  path=$1; at=$2; shift 2  # the host's path, and where the new root holds it
   # A path that is there already came with a folder bound before it: nothing to do. Only what is
   # not there is made (mkdir, the empty file a file is bound onto), so only ever in the tmpfs,
   # never through a bound folder into the host's own files.
-  if [ -e "$new$path" ] || [ -L "$new$path" ]; then continue; fi
-  if [ -L "$path" ]; then mkdir -p "$new$(dirname "$path")"; ln -s "$(readlink "$path")" "$new$path"; continue; fi
-  if [ -d "$path" ]; then mkdir -p "$new$path"; mount --rbind "$path" "$new$path"
-  elif [ -e "$path" ]; then mkdir -p "$new$(dirname "$path")"; : > "$new$path"; mount --bind "$path" "$new$path"
+  if [ -e "$new$at" ] || [ -L "$new$at" ]; then continue; fi
+  if [ -L "$path" ]; then mkdir -p "$new$(dirname "$at")"; ln -s "$(readlink "$path")" "$new$at"; continue; fi
+  if [ -d "$path" ]; then mkdir -p "$new$at"; mount --rbind "$path" "$new$at"
+  elif [ -e "$path" ]; then mkdir -p "$new$(dirname "$at")"; : > "$new$at"; mount --bind "$path" "$new$at"
   else continue
   fi
-  mount -o remount,bind,ro "$new$path" 2>/dev/null || true
+  mount -o remount,bind,ro "$new$at" 2>/dev/null || true
 done
 shift
 # The new PID namespace's own /proc (Node reads its memory use there), read-only: no write to a
@@ -180,9 +188,20 @@ class Confinement:
     prlimit: tuple[str, ...] = ()
     tethered: tuple[str, ...] = ()
 
-    def command(self, node: list[str], readable: list[str], memory: int | None = None) -> list[str]:
-        """`node` (a command line) confined, `readable` the host paths it may read, its memory
-        capped at `memory` bytes where this machine can (none when None)."""
+    def places(self, paths: Sequence[str]) -> dict[str, str]:
+        """Where Node sees each of the host `paths` it will read (a folder's with a trailing
+        separator): in a root of its own, `INSIDE/<n>/<name>`; else where they are."""
+        if not (self.unshare and self.new_root):
+            return {path: path for path in paths}
+        return {
+            path: f"{INSIDE}/{n}/{Path(path).name}" + ("/" if path.endswith(os.sep) else "")
+            for n, path in enumerate(dict.fromkeys(paths))
+        }
+
+    def command(self, node: list[str], readable: Mapping[str, str], memory: int | None = None) -> list[str]:
+        """`node` (a command line, its paths as Node sees them) confined, `readable` the host
+        paths it may read and where it sees each (`places`; a path it sees where it is maps to
+        itself), its memory capped at `memory` bytes where this machine can (none when None)."""
         confined = self._confined(node, readable)
         if memory is not None and self.prlimit:
             # Outside the namespaces: the limit is inherited by all it starts, and, once the
@@ -191,17 +210,19 @@ class Confinement:
         # Outermost: the host's child itself must end with the host
         return [*self.tethered, *confined]
 
-    def _confined(self, node: list[str], readable: list[str]) -> list[str]:
+    def _confined(self, node: list[str], readable: Mapping[str, str]) -> list[str]:
         if self.permission:
-            node = [node[0], *self.permission, *(f"--allow-fs-read={path}" for path in readable), *node[1:]]
+            allowed = (f"--allow-fs-read={seen}" for seen in readable.values())
+            node = [node[0], *self.permission, *allowed, *node[1:]]
         if not self.unshare:
             return node
         binary, node = node[0], [*self.setpriv, *node]
         if not self.new_root:
             return [*self.unshare, "--", *node]
         ROOT_MOUNT.mkdir(exist_ok=True)
-        paths = [path for path in SYSTEM_PATHS if os.path.lexists(path)]
-        paths += [path.rstrip(os.sep) for path in [str(Path(binary).resolve()), *readable]]
+        system = [path for path in SYSTEM_PATHS if os.path.lexists(path)] + [str(Path(binary).resolve())]
+        mounts = {**{path: path for path in system}, **readable}
+        paths = [part.rstrip(os.sep) for path, seen in mounts.items() for part in (path, seen)]
         return [
             *self.unshare,
             "--",
@@ -306,11 +327,11 @@ def _namespaces(node: str, permission: tuple[str, ...], setpriv: str | None, mis
         for user in ((), _AS_USER):
             unshare = (shutil.which("unshare"), *user, *(_MOUNT if new_root else ()), *_UNSHARE)
             trial = Confinement(permission, unshare, new_root, ())
-            if _works(trial.command([node, "-e", "0"], [])):
+            if _works(trial.command([node, "-e", "0"], {})):
                 if not new_root:
                     missing.append("no mount namespace here: Unix sockets of the host's are reachable")
                 dropped = replace(trial, setpriv=(setpriv, *_NO_CAPABILITIES)) if setpriv else trial
-                if dropped is trial or not _works(dropped.command([node, "-e", "0"], [])):
+                if dropped is trial or not _works(dropped.command([node, "-e", "0"], {})):
                     missing.append("no `setpriv` here: Node keeps the capabilities it starts with")
                     dropped = trial
                 return dropped
@@ -360,9 +381,20 @@ class PyodideHost:
                 raise FileNotFoundError(f"{source}: no such file to copy into Pyodide")
         node = shutil.which(node) or node
         self.confinement = confinement(node) if confine else Confinement((), (), False, ("not confined",))
-        readable = [options["runtime"] + os.sep, str(SCRIPT.resolve()), *options["wheels"], *options["files"].values()]
-        readable += [str(Path(path).resolve()) + (os.sep if Path(path).is_dir() else "") for path in read]
-        command = self.confinement.command([node, str(SCRIPT.resolve()), json.dumps(options)], readable, memory)
+        script = str(SCRIPT.resolve())
+        places = self.confinement.places(
+            [options["runtime"] + os.sep, script, *options["wheels"], *options["files"].values()]
+        )
+        seen = {
+            "runtime": places[options["runtime"] + os.sep].rstrip("/"),
+            "wheels": [places[wheel] for wheel in options["wheels"]],
+            "packages": options["packages"],
+            "files": {target: places[source] for target, source in options["files"].items()},
+        }
+        # trusted code's NODEFS mounts (`read`) name host paths: Node sees those where they are
+        trusted = [str(Path(path).resolve()) + (os.sep if Path(path).is_dir() else "") for path in read]
+        readable = {**places, **{path: path for path in trusted}}
+        command = self.confinement.command([node, places[script], json.dumps(seen)], readable, memory)
         started = time.perf_counter()
         self._process = subprocess.Popen(
             command,
