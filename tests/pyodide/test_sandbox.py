@@ -117,6 +117,19 @@ def test_hostile_paths_are_refused_and_nothing_outside_the_map_is_read(worker, r
     assert text(listing[0]) == "False False\n" and listing[1].get("ename") == "PathRefused", listing
 
 
+def test_a_mapped_file_whose_blob_was_not_sent_is_named_not_a_key_error(worker):
+    """The host leaves out a blob the store lacks or cannot use (a link out of the archive) and
+    says why; the notebook that reads it gets an error naming the path and the blob (it got a
+    bare KeyError of the blob's id, found by a hostile-input sweep)."""
+    missing = "sha256:" + "0" * 64
+    pathmap = {**PATHMAP, "files": {**PATHMAP["files"], "/2017/17-042 Ballast/inputs/lost.csv": missing}}
+    request = json.dumps({"cells": ["open('inputs/lost.csv').read()"], "pathmap": pathmap, "blobs": BLOBS, "cwd": CWD})
+    result = json.loads(worker.run(f"import cellar.rerender.sandbox as sandbox; sandbox.run_request({request!r})"))
+    ((output,),) = outputs(result)
+    assert output["ename"] == "BlobNotFound", output
+    assert output["evalue"].startswith(f"inputs/lost.csv: its blob {missing} is missing from the archive's blob store")
+
+
 def test_a_cell_cannot_open_the_interpreters_own_files(worker):
     # Library code may read the standard library and site-packages (imports, fonts); a cell may not.
     (cell,) = outputs(run(worker, ["open('/lib/python3.12/site-packages/cellar/rerender/sandbox.py').read()"]))

@@ -165,3 +165,18 @@ def test_no_blob_is_written_through_a_store_folder_that_links_out(tmp_path, caps
     with pytest.raises(PermissionError, match="a symbolic link in the blob store"):
         BlobStore(archive).write(OK)
     assert not (archive / blob_path(OK_ID)).exists()
+
+
+def test_check_says_why_a_blob_cannot_be_used(tmp_path, capsys) -> None:
+    """A blob linked out of the archive was listed as `corrupt` alone, though its bytes were right
+    (a hostile-input sweep); the line now says what is wrong with it, as `cellar rerender` does."""
+    archive, outside = tmp_path / "archive", tmp_path / "outside"
+    outside.mkdir()
+    (outside / "blob").write_bytes(OK)
+    stored = archive / blob_path(OK_ID)
+    stored.parent.mkdir(parents=True)
+    stored.symlink_to(outside / "blob")
+    (archive / "pathmap.json").write_text(json.dumps({"format": 1, "files": {"/data/in.csv": OK_ID}}))
+    assert main(["blobs", "check", str(archive)]) == 1
+    [line] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("corrupt")]
+    assert line.startswith(f"corrupt  {OK_ID}  /data/in.csv  (") and "symbolic link" in line

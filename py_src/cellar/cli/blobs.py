@@ -16,6 +16,7 @@ import sys
 
 from cellar.rerender.archive import add_to_archive, check_archive
 from cellar.rerender.vfs import PathMapError, VfsError, logical_path
+from cellar.terminal import shown
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -85,7 +86,8 @@ def run_check(args: argparse.Namespace) -> int:
     else:
         for label, found in (("missing", report.missing), ("corrupt", report.corrupt)):
             for blob, paths in found.items():
-                print(f"{label}  {blob}  {', '.join(paths)}")
+                why = f"  ({report.problems[blob]})" if blob in report.problems else ""
+                print(shown(f"{label}  {blob}  {', '.join(paths)}{why}"))
         for blob in report.orphans:
             print(f"orphan  {blob}")
         print(

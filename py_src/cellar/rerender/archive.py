@@ -184,6 +184,9 @@ class CheckReport:
     missing: dict[str, list[str]]
     corrupt: dict[str, list[str]]
     orphans: list[str]
+    # why each corrupt blob cannot be used: its bytes hash to another id, or it (or a folder on its
+    # path) is a link out of the archive, a FIFO, ...
+    problems: dict[str, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -204,12 +207,13 @@ def check_archive(archive: str | PathLike[str]) -> CheckReport:
         users.setdefault(blob, []).append(path)
     missing: dict[str, list[str]] = {}
     corrupt: dict[str, list[str]] = {}
+    problems: dict[str, str] = {}
     for blob in sorted(users):
         try:
             store.read(blob)
         except BlobNotFound:
             missing[blob] = users[blob]
-        except BlobCorrupt:
-            corrupt[blob] = users[blob]
+        except BlobCorrupt as error:
+            corrupt[blob], problems[blob] = users[blob], str(error)
     orphans = [blob for blob in store.ids() if blob not in users]
-    return CheckReport(len(users), sum(map(len, users.values())), missing, corrupt, orphans)
+    return CheckReport(len(users), sum(map(len, users.values())), missing, corrupt, orphans, problems)

@@ -125,7 +125,7 @@ class FileView:
         if writing or key in self.written:
             return _REAL["open"](self._scratch_file(path, key, mode), mode, buffering, encoding, errors, newline)
         blob_id = self.pathmap.resolve(path, self.cwd)
-        data = vfs.verify_blob(blob_id, self.blobs[blob_id], os.fsdecode(os.fspath(path)))
+        data = vfs.verify_blob(blob_id, self._blob(blob_id, path), os.fsdecode(os.fspath(path)))
         raw = _NamedBytesIO(data, os.fsdecode(os.fspath(path)), mode)
         if "b" in mode:
             return raw
@@ -138,8 +138,18 @@ class FileView:
             if "w" not in mode and self.pathmap.isfile(path, self.cwd):
                 blob_id = self.pathmap.resolve(path, self.cwd)
                 with _REAL["open"](self.written[key], "wb") as handle:
-                    handle.write(vfs.verify_blob(blob_id, self.blobs[blob_id]))
+                    handle.write(vfs.verify_blob(blob_id, self._blob(blob_id, path)))
         return self.written[key]
+
+    def _blob(self, blob_id: str, path: Any) -> bytes:
+        """The bytes of a mapped path's blob; BlobNotFound, naming both, when the host sent none
+        (the store lacks it, or could not use it: the re-render's report says why)."""
+        if blob_id not in self.blobs:
+            raise vfs.BlobNotFound(
+                f"{os.fsdecode(os.fspath(path))}: its blob {blob_id} is missing from the archive's blob store or "
+                "could not be used there (see the re-render's messages): not read"
+            )
+        return self.blobs[blob_id]
 
     def stat(self, path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
         key = self.key(path)
