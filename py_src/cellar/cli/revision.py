@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from cellar.ingest.provenance import file_revision
+from cellar.terminal import shown
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -18,8 +19,8 @@ def run(args: argparse.Namespace) -> int:
     status = 0
     for name in args.files:
         try:
-            print(f"{file_revision(name)}  {name}")
+            print(shown(f"{file_revision(name)}  {name}"))
         except OSError as error:
-            print(f"{name}: {error.strerror or error}", file=sys.stderr)
+            print(shown(f"{name}: {error.strerror or error}"), file=sys.stderr)
             status = 1
     return status

@@ -6,8 +6,11 @@ normalisation of whitespace, case or line ends, so a revision pins one exact ver
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import os
 import re
+import stat
 from collections.abc import Iterable, Mapping
 from os import PathLike
 
@@ -33,9 +36,13 @@ def revision(data: str | bytes) -> str:
 
 
 def file_revision(path: str | PathLike[str]) -> str:
-    """SHA-256 hex of a file's bytes, read in blocks so large files need little memory."""
+    """SHA-256 hex of a regular file's bytes, read in blocks so large files need little memory.
+    Anything else is an OSError saying what it is, never read: a FIFO or `/dev/zero` never ends
+    (opened without blocking, so a FIFO with no writer is not waited on either)."""
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
+    with open(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file (a folder, a FIFO or a device): not read")
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
