@@ -5,9 +5,11 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
+from tests.unit.conftest import deadline
 
 from cellar.cli import main
 from cellar.retrieval.evaluation import assign_folds, calibrate, cross_validate, judge, read_gold, scorecard, scorecards
@@ -161,6 +163,78 @@ def test_index_names_a_gold_set_that_is_not_one_and_writes_nothing(tmp_path, cap
     assert main(["index", str(DEMO / "archive"), "--out", str(out), *calibrate]) == 2
     assert f"{bad}:1: not a gold question" in capsys.readouterr().err
     assert not out.exists()
+
+
+GOOD = {"id": "q1", "query": "ballast tank volumes", "expect": [{"path": "a.ipynb", "cell": 3}]}
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ("[1, 2, 3]", "a JSON object is needed, not list"),
+        (json.dumps({**GOOD, "query": " "}), "query must be a string that is not empty"),
+        (json.dumps({**GOOD, "lang": 7}), "lang must be a string"),
+        (
+            json.dumps({**GOOD, "expect": [{"path": "a.ipynb", "cell": "5"}]}),
+            'a cell is a cell number (0 or more) or null, not "5"',
+        ),
+        (json.dumps({**GOOD, "expect": [{"path": "a.ipynb", "cell": True}]}), "not true"),
+        (json.dumps({**GOOD, "expect": [{"path": "a.ipynb", "cell": -1}]}), "not -1"),
+        ('{"query": "q", "expect": [{"path": "a.ipynb", "cell": NaN}]}', "not NaN"),
+        (json.dumps({**GOOD, "expect": ["a.ipynb"]}), "each expect entry must be an object with a path"),
+        (json.dumps({**GOOD, "kind": "out_of_scope"}), "an out_of_scope question expects nothing"),
+        ('{"query": "q\\ud800", "expect": []}', "lone surrogate"),
+    ],
+)
+def test_a_malformed_gold_line_is_named_not_scored(line, problem):
+    """Scored as any other, such a line skewed the figures (a cell "5" never matched), and
+    thresholds calibrated on it shipped (found by a hostile-input sweep)."""
+    with pytest.raises(ValueError, match=r"^g\.jsonl:2: not a gold question \(") as error:
+        read_gold([json.dumps(GOOD), line], "g.jsonl")
+    assert problem in str(error.value)
+
+
+def test_a_gold_set_names_a_repeated_id_and_an_empty_file():
+    with pytest.raises(ValueError, match=r"^g\.jsonl:3: the id 'q1' is also that of line 1$"):
+        read_gold([json.dumps(GOOD), "", json.dumps(GOOD)], "g.jsonl")
+    with pytest.raises(ValueError, match=r"^g\.jsonl: holds no gold question$"):
+        read_gold(["", "  "], "g.jsonl")
+
+
+def test_cli_eval_names_a_gold_file_it_cannot_read_and_never_waits_on_one(demo_shard, tmp_path, capsys):
+    """/dev/zero took 5.6 GB in 20 s and a FIFO blocked for ever; a binary file's error named no file."""
+    fifo, binary, single = tmp_path / "fifo.jsonl", tmp_path / "binary.jsonl", tmp_path / "one.jsonl"
+    os.mkfifo(fifo)
+    binary.write_bytes(b"\x99\xff\n")
+    single.write_text(json.dumps(GOOD) + "\n")
+    with deadline(60):
+        for gold, said in [
+            (fifo, f"{fifo}: not a regular file (a folder, a FIFO or a device): not read"),
+            ("/dev/zero", "/dev/zero: not a regular file (a folder, a FIFO or a device): not read"),
+            (binary, f"{binary}: not UTF-8 text ("),
+            (single, "a gold set of 1 question(s) cannot be judged out of sample: add questions, or judge it with"),
+        ]:
+            assert main(["eval", str(demo_shard), str(gold)]) == 2
+            assert capsys.readouterr().err.startswith(f"cellar eval: {said}")
+        assert main(["eval", str(demo_shard), str(single), "--calibration", "stored"]) == 0
+
+
+def test_index_refuses_a_gold_set_without_an_answerable_question_before_indexing(tmp_path, capsys):
+    unanswerable = tmp_path / "oos.jsonl"
+    unanswerable.write_text(json.dumps({"query": "salary of the CEO", "expect": [], "kind": "out_of_scope"}) + "\n")
+    out = tmp_path / "shard"
+    assert main(["index", str(DEMO / "archive"), "--out", str(out), "--calibrate", str(unanswerable)]) == 2
+    assert f"cellar index: {unanswerable}: no answerable question to calibrate on" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_cli_eval_prints_a_gold_questions_control_characters_as_escapes(demo_shard, tmp_path, capsys):
+    gold = tmp_path / "g.jsonl"
+    rows = [{**GOOD, "id": f"q{n}", "query": f"ballast \x1b[31mRED {n}"} for n in range(2)]
+    gold.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    assert main(["eval", str(demo_shard), str(gold), "--questions", "--calibration", "stored"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\\x1b[31mRED 0" in out
 
 
 def test_cli_eval_json_all_modes(demo_shard, capsys):

@@ -24,13 +24,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
+from cellar.cli.files import text_file
 from cellar.cli.search import open_searcher
 from cellar.retrieval.embedding import default_model_dir
 from cellar.retrieval.evaluation import CALIBRATIONS, FOLDS, read_gold, scorecards
 from cellar.retrieval.routing import DEFAULT_RULES, RULES
 from cellar.retrieval.search import MODES
+from cellar.terminal import shown
 from cellar.text import shortened
 
 QUESTION_CHARS = 60  # of a question, in its line of --questions
@@ -93,7 +94,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         searcher = open_searcher(args.shard, args.model)
-        gold = read_gold(Path(args.gold).read_text(encoding="utf-8").splitlines(), args.gold)
+        gold = read_gold(text_file(args.gold).splitlines(), args.gold)
     except (OSError, ValueError) as error:
         print(f"cellar eval: {error}", file=sys.stderr)
         return 2
@@ -109,7 +110,9 @@ def run(args: argparse.Namespace) -> int:
         print(table(cards))
         if args.questions:
             for mode, card in cards.items():
-                print(f"\n{mode}, question by question:\n\n{question_table(card['questions'])}")
+                # a gold file's text, printed: its control characters as escapes, line by line
+                rows = "\n".join(map(shown, question_table(card["questions"]).splitlines()))
+                print(f"\n{mode}, question by question:\n\n{rows}")
     return 0
 
 

@@ -51,7 +51,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from cellar.cli.files import json_file, json_text
+from cellar.cli.files import json_file, json_text, text_file
 from cellar.cli.progress import Progress
 from cellar.ingest.discovery import read_document
 from cellar.ingest.metadata import parse_rules
@@ -117,6 +117,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+def calibration_gold(name: str) -> list[dict[str, Any]]:
+    """The questions of the gold set `name` to calibrate on, read before any file is indexed: one
+    without an answerable question cannot set a threshold (it failed after the whole index was
+    built, without naming the file)."""
+    gold = read_gold(text_file(name).splitlines(), name)
+    if not any(row["expect"] for row in gold):
+        raise ValueError(f"{name}: no answerable question to calibrate on (each has an empty expect)")
+    return gold
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         rules = parse_rules(json_file(args.rules)) if args.rules else ()
@@ -126,15 +136,7 @@ def run(args: argparse.Namespace) -> int:
             glossary = checked_glossary(json_text(read_document(own, args.corpus), own), own)
         else:
             glossary = None
-        gold = (
-            [
-                row
-                for name in args.calibrate
-                for row in read_gold(Path(name).read_text(encoding="utf-8").splitlines(), name)
-            ]
-            if args.calibrate
-            else None
-        )
+        gold = [row for name in args.calibrate for row in calibration_gold(name)] if args.calibrate else None
         model = load_model(args.model)
         check_scheduler(args.scheduler)
         if args.workers is not None and args.workers < 1:

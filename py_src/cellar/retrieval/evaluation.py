@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from cellar.ingest.discovery import lone_surrogate
 from cellar.ingest.provenance import revision
 from cellar.retrieval.refusal import WAIVERS, refuses
 from cellar.retrieval.routing import DEFAULT_RULES, Router
@@ -34,19 +35,55 @@ CALIBRATIONS = ("out-of-sample", "stored")
 
 
 def read_gold(lines: Iterable[str], where: str = "gold") -> list[dict[str, Any]]:
-    """Gold questions from JSON lines (see shared/gold/README.md); blank lines are skipped."""
+    """Gold questions from JSON lines (see shared/gold/README.md); blank lines are skipped. A line
+    that is no gold question, two with one id, or a set without a question is a ValueError
+    naming the file (and the line): a malformed question scored as any other skews the figures,
+    and thresholds calibrated on it ship."""
     rows = []
+    seen: dict[str, int] = {}
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             row = json.loads(line)
-            if not isinstance(row["query"], str) or not isinstance(row["expect"], list):
-                raise TypeError("query must be a string and expect a list")
-        except (ValueError, KeyError, TypeError, RecursionError) as error:  # RecursionError: nested too deeply
-            raise ValueError(f"{where}:{number}: not a gold question ({error})") from None
+            problem = gold_problem(row)
+        except (ValueError, RecursionError) as error:  # RecursionError: nested too deeply
+            problem = str(error)
+        if problem:
+            raise ValueError(f"{where}:{number}: not a gold question ({problem})")
+        if "id" in row:
+            if row["id"] in seen:
+                raise ValueError(f"{where}:{number}: the id {row['id']!r} is also that of line {seen[row['id']]}")
+            seen[row["id"]] = number
         rows.append(row)
+    if not rows:
+        raise ValueError(f"{where}: holds no gold question")
     return rows
+
+
+def gold_problem(row: Any) -> str | None:
+    """What is wrong with one decoded gold line, or None: a JSON object with a non-empty `query`,
+    an `expect` list of objects each with a `path` and a `cell` (a cell number, or null for a
+    document's block), optional `id`, `lang` and `kind` strings; `out_of_scope` questions expect
+    nothing."""
+    if not isinstance(row, dict):
+        return f"a JSON object is needed, not {type(row).__name__}"
+    if not isinstance(row.get("query"), str) or not row["query"].strip():
+        return "query must be a string that is not empty"
+    if not isinstance(row.get("expect"), list):
+        return "expect must be a list"
+    for key in ("id", "lang", "kind"):
+        if key in row and not isinstance(row[key], str):
+            return f"{key} must be a string"
+    for entry in row["expect"]:
+        if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
+            return "each expect entry must be an object with a path"
+        cell = entry.get("cell")
+        if cell is not None and (type(cell) is not int or cell < 0):
+            return f"a cell is a cell number (0 or more) or null, not {json.dumps(cell)}"
+    if row.get("kind") == "out_of_scope" and row["expect"]:
+        return "an out_of_scope question expects nothing"
+    return lone_surrogate(row)  # no UTF-8 form: it could be neither printed nor stored
 
 
 def judge(row: Mapping[str, Any], answer: Mapping[str, Any]) -> dict[str, Any]:
@@ -232,6 +269,11 @@ def cross_validate(
     questions get the thresholds ``calibrate`` fits on the other folds, so no threshold is ever
     scored on a question that set it. Returns the thresholds per question and what was done (the
     folds, their sizes and thresholds), for the scorecard."""
+    if len(gold) < 2:
+        raise ValueError(
+            f"a gold set of {len(gold)} question(s) cannot be judged out of sample: add questions, or judge it "
+            "with the shard's stored thresholds (--calibration stored)"
+        )
     folds = min(folds, len(gold))
     assigned = assign_folds(gold, folds)
     features = _features(searcher, gold)
