@@ -578,6 +578,18 @@ def test_an_archive_glossary_that_links_out_of_the_archive_is_not_read(archive, 
     )
 
 
+@pytest.mark.parametrize("kind", ["fifo", "folder", "dangling link"])
+def test_an_archive_glossary_that_is_no_file_is_refused_not_taken_for_none(archive, tmp_path, capsys, kind):
+    """A glossary.json that is a FIFO, a folder or a dangling link was silently ignored: the
+    index was built without the archive's abbreviations, exit 0 (a hostile-input sweep)."""
+    glossary = archive / "glossary.json"
+    {"fifo": os.mkfifo, "folder": os.mkdir, "dangling link": lambda path: path.symlink_to("gone.json")}[kind](glossary)
+    with deadline(60):
+        assert main(["index", str(archive), "--out", str(tmp_path / "shard"), "--no-cache"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("cellar index: glossary.json: ") and not (tmp_path / "shard").exists(), err
+
+
 def test_a_file_name_with_control_characters_is_reported_without_them(archive, tmp_path, capsys):
     # an escape sequence in a name would recolour or clear the terminal; a carriage return hide the line
     (archive / "red\x1b[31m\rname.ipynb").write_text("{not a notebook")

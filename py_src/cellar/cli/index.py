@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections import Counter
@@ -227,9 +228,10 @@ def archive_glossary(corpus: str) -> str | None:
     """The archive's own glossary, ``glossary.json`` at its root (the abbreviations its service
     notes use), when --glossary names none; None when the archive has none. Read as the archive's
     other files are (``read_document``): never through a link out of the archive, nor past the
-    size limit."""
+    size limit; one that is there but no file (a FIFO, a folder, a dangling link) is refused
+    there too, not taken for none."""
     path = Path(corpus) / GLOSSARY_FILE
-    return str(path) if path.is_file() else None
+    return str(path) if os.path.lexists(path) else None
 
 
 def default_cache(out: str) -> str:
