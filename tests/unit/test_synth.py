@@ -92,6 +92,30 @@ def test_mutate_changes_adds_and_deletes_deterministically(tmp_path):
     assert read_manifest(tmp_path / "a")["generation"] == 1
 
 
+def test_check_reads_nothing_outside_the_archive_its_manifest_names(tmp_path):
+    """A hand-edited manifest named `/etc/hostname` and `../../etc/hostname`, which were read and
+    hashed, and `/dev/zero`, read for ever (a hostile-input sweep)."""
+    root = tmp_path / "a"
+    generate_archive(root, 5, seed=1)
+    manifest = json.loads((root / synth.MANIFEST).read_text())
+    manifest["files"].update({"/etc/hostname": "0" * 64, "../../etc/hostname": "0" * 64, "/dev/zero": "0" * 64})
+    (root / synth.MANIFEST).write_text(json.dumps(manifest))
+    problems = check_archive(root)
+    for path in ("/etc/hostname", "../../etc/hostname", "/dev/zero"):
+        assert f"{path}: outside the archive: not read" in problems
+
+
+def test_cli_names_a_manifest_or_an_out_folder_it_cannot_use(tmp_path, capsys):
+    deep = tmp_path / "deep"
+    deep.mkdir()
+    (deep / synth.MANIFEST).write_text("[" * 100_000)
+    assert main(["synth", "--check", str(deep)]) == 2
+    assert "not a synthetic archive's manifest" in capsys.readouterr().err
+    (tmp_path / "file").write_text("x")
+    assert main(["synth", "--notebooks", "3", "--out", str(tmp_path / "file")]) == 2
+    assert capsys.readouterr().err.startswith("cellar synth: ")
+
+
 def test_cli_writes_and_checks(tmp_path, capsys):
     assert main(["synth", "--notebooks", "30", "--out", str(tmp_path / "a"), "--seed", "4"]) == 0
     assert main(["synth", "--check", str(tmp_path / "a")]) == 0

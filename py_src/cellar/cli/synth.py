@@ -77,6 +77,6 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1 if problems else 0
-    except ValueError as error:
+    except (ValueError, OSError) as error:  # OSError: an --out that is a file, a folder not writable
         print(f"cellar synth: {error}", file=sys.stderr)
         return 2

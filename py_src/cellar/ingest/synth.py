@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cellar.ingest.discovery import read_document
 from cellar.ingest.provenance import file_revision, revision
 
 MANIFEST = "synth.json"
@@ -400,10 +401,12 @@ def _add(root: Path, manifest: dict[str, Any], synth: Synth, seed: int, index: i
 
 def read_manifest(out: str | os.PathLike[str]) -> dict[str, Any]:
     path = Path(out) / MANIFEST
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
+    try:  # read as an archive's file is: no link out of it, no FIFO or device, bounded
+        manifest = json.loads(read_document(path, out).decode("utf-8"))
+    except (OSError, ValueError, RecursionError) as error:  # RecursionError: nested too deeply
         raise ValueError(f"{path}: not a synthetic archive's manifest ({error})") from None
+    if not isinstance(manifest, dict):
+        raise ValueError(f"{path}: not a synthetic archive's manifest (not a JSON object)")
     if manifest.get("format") != FORMAT:
         raise ValueError(f"{path}: manifest format {manifest.get('format')!r}, expected {FORMAT}")
     return manifest
@@ -461,7 +464,12 @@ def check_archive(out: str | os.PathLike[str]) -> list[str]:
     expected = {path: entry["sha256"] for path, entry in manifest["notebooks"].items()}
     expected.update(manifest["files"])
     problems = []
+    inside = os.path.realpath(root)
     for path, digest in sorted(expected.items()):
+        # a hand-edited manifest may name any path: only the archive's own files are read
+        if not Path(os.path.realpath(root / path)).is_relative_to(inside):
+            problems.append(f"{path}: outside the archive: not read")
+            continue
         try:
             actual = file_revision(root / path)
         except OSError as error:
