@@ -173,6 +173,8 @@ def test_cli_search_prints_citations_and_filters_by_field(built, model, tmp_path
     assert shown and {nb["meta"]["fields"]["machine"] for nb in shown} == {"T2-0457"}
     assert main(["search", shard, "pump", "--field", "machine"]) == 2
     assert "give KEY=VALUE" in capsys.readouterr().err
+    assert main(["search", shard, "pump", "--year-from", "2020", "--year-to", "2015"]) == 2
+    assert "--year-from 2020 is after --year-to 2015" in capsys.readouterr().err
 
 
 def test_a_note_is_embedded_with_its_glossary_expansions_the_same_way_cold_or_from_parts(tmp_path, model):

@@ -67,7 +67,11 @@ def add_filter_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def filters_of(args: argparse.Namespace) -> Filters:
-    """The Filters the filter arguments ask for; a ValueError for a --field without `=`."""
+    """The Filters the filter arguments ask for; a ValueError for a --field without `=`, or a
+    year range that ends before it starts (which no notebook could pass: a refusal that blamed
+    the archive)."""
+    if args.year_from is not None and args.year_to is not None and args.year_from > args.year_to:
+        raise ValueError(f"--year-from {args.year_from} is after --year-to {args.year_to}")
     fields = []
     for raw in args.field:
         key, equals, value = raw.partition("=")
