@@ -31,11 +31,8 @@ import numpy as np
 
 from cellar.cli.search import open_searcher
 from cellar.retrieval.embedding import default_model_dir
-from cellar.retrieval.evaluation import judge, read_gold
-from cellar.retrieval.refusal import WAIVERS
+from cellar.retrieval.evaluation import THRESHOLD_KEYS, evidence_table, judge, read_gold, refused_at
 from cellar.retrieval.search import Searcher
-
-KEYS = ("coverage", "numbers", "similarity", "known", "quantity")  # the tests of refusal.refuses
 
 
 def searched(searcher: Searcher, row: dict[str, Any]) -> tuple[bool, dict[str, Any], int | None]:
@@ -46,17 +43,12 @@ def searched(searcher: Searcher, row: dict[str, Any]) -> tuple[bool, dict[str, A
 
 
 def refused_by_every_combination(evidence: list[dict[str, Any]]) -> np.ndarray:
-    """(combinations, questions): whether each combination of thresholds refuses each question."""
-    values = np.array([[e.get(key) if e.get(key) is not None else np.inf for key in KEYS] for e in evidence])
+    """(combinations, questions): whether each combination of thresholds refuses each question,
+    each threshold at 0, at one of the questions' own values or above them all."""
+    values = evidence_table(evidence)
     grids = [np.unique(np.concatenate([[0.0], column[np.isfinite(column)], [np.inf]])) for column in values.T]
-    mesh = np.stack(np.meshgrid(*grids, indexing="ij"), axis=-1).reshape(-1, len(KEYS))
-    refused = np.zeros((len(mesh), len(evidence)), dtype=bool)
-    for i, key in enumerate(KEYS):
-        under = values[None, :, i] < mesh[:, i, None]
-        if key in WAIVERS:
-            under &= ~np.array([WAIVERS[key](e) for e in evidence])
-        refused |= under
-    return refused
+    mesh = np.stack(np.meshgrid(*grids, indexing="ij"), axis=-1).reshape(-1, len(THRESHOLD_KEYS))
+    return refused_at(mesh, values, evidence)
 
 
 def ceiling(questions: list[tuple[bool, dict[str, Any], int | None]], args: argparse.Namespace) -> dict[str, Any]:

@@ -376,26 +376,44 @@ def _passing(thresholds: Mapping[str, float], group: Sequence[tuple[bool, Mappin
     return lowered
 
 
+# The evidence each threshold of ``refuses`` tests (``min_<key>``), in the order the fits take them.
+THRESHOLD_KEYS = ("coverage", "numbers", "similarity", "known", "quantity")
+
+
+def evidence_table(evidence: Sequence[Mapping[str, Any]]) -> np.ndarray:
+    """(questions, THRESHOLD_KEYS): each question's evidence, inf where it has none (no test)."""
+    return np.array([[e.get(key) if e.get(key) is not None else np.inf for key in THRESHOLD_KEYS] for e in evidence])
+
+
+def refused_at(mesh: np.ndarray, values: np.ndarray, evidence: Sequence[Mapping[str, Any]]) -> np.ndarray:
+    """(combinations, questions): whether ``refuses`` refuses each question (``values``, its
+    ``evidence_table``, and ``evidence``, which the waivers read) at each row of thresholds of
+    ``mesh``: the rule of ``refuses``, for every combination at once."""
+    under = values[None, :, :] < mesh[:, None, :]  # (combinations, questions, thresholds)
+    for i, key in enumerate(THRESHOLD_KEYS):
+        if key in WAIVERS:
+            under[:, :, i] &= ~np.array([WAIVERS[key](e) for e in evidence])
+    return under.any(axis=2)
+
+
 def _calibrated(features: Sequence[tuple[bool, Mapping[str, Any]]], max_false: float) -> dict[str, Any]:
     if not any(ok for ok, _ in features):
         raise ValueError("calibration needs answerable questions in the gold set")
-    keys = ("coverage", "numbers", "similarity", "known", "quantity")
-    values = np.array([[e.get(key) if e.get(key) is not None else np.inf for key in keys] for _, e in features])
+    evidence = [e for _, e in features]
+    values = evidence_table(evidence)
     answerable = np.array([ok for ok, _ in features])
     grids = [np.unique(np.concatenate([[0.0], column[answerable & np.isfinite(column)]])) for column in values.T]
-    mesh = np.stack(np.meshgrid(*grids, indexing="ij"), axis=-1).reshape(-1, len(keys))
-    under = values[None, :, :] < mesh[:, None, :]  # (combinations, questions, thresholds)
-    for i, key in enumerate(keys):  # the rule of ``refuses``, for every combination at once
-        if key in WAIVERS:
-            under[:, :, i] &= ~np.array([WAIVERS[key](e) for _, e in features])
-    refused = under.any(axis=2)
+    mesh = np.stack(np.meshgrid(*grids, indexing="ij"), axis=-1).reshape(-1, len(THRESHOLD_KEYS))
+    refused = refused_at(mesh, values, evidence)
     false = refused[:, answerable].sum(axis=1)
     caught = refused[:, ~answerable].sum(axis=1)
     allowed = np.flatnonzero(false <= max_false * answerable.sum())
-    order = np.lexsort((*(mesh[allowed, i] for i in reversed(range(len(keys)))), false[allowed], -caught[allowed]))
+    order = np.lexsort(
+        (*(mesh[allowed, i] for i in reversed(range(len(THRESHOLD_KEYS)))), false[allowed], -caught[allowed])
+    )
     chosen = allowed[order[0]]
     thresholds = {}
-    for i, key in enumerate(keys):
+    for i, key in enumerate(THRESHOLD_KEYS):
         below = values[:, i][values[:, i] < mesh[chosen, i]]
         thresholds[f"min_{key}"] = round(float((mesh[chosen, i] + below.max()) / 2) if len(below) else 0.0, 4)
     check = [refuses(e, thresholds) for _, e in features]
