@@ -93,7 +93,7 @@ def test_a_file_named_on_the_command_line_that_is_not_a_regular_file_is_named_no
     arguments = [str(named), str(tmp_path / "in.csv"), "--as", "C:\\x\\"]  # a folder: both go in it
     with deadline():
         assert main(["blobs", "add", str(archive), *arguments]) == 1
-    assert f"{named}: not a regular file (a folder, FIFO, socket or device): not read" in capsys.readouterr().err
+    assert f"{named}: not a regular file (a folder, a FIFO, a socket or a device): not read" in capsys.readouterr().err
     assert BlobStore(archive).ids() == [OK_ID]
 
 

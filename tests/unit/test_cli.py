@@ -47,8 +47,8 @@ def test_revision_of_a_fifo_or_a_device_names_it_and_goes_on(tmp_path, capsys):
         assert main(["revision", str(fifo), "/dev/zero", str(note)]) == 1
     out, err = capsys.readouterr()
     assert err.splitlines() == [
-        f"{fifo}: not a regular file (a folder, a FIFO or a device): not read",
-        "/dev/zero: not a regular file (a folder, a FIFO or a device): not read",
+        f"{fifo}: not a regular file (a folder, a FIFO, a socket or a device): not read",
+        "/dev/zero: not a regular file (a folder, a FIFO, a socket or a device): not read",
     ]
     assert out == f"{revision('x')}  {note}\n"
 

@@ -209,8 +209,8 @@ def test_cli_eval_names_a_gold_file_it_cannot_read_and_never_waits_on_one(demo_s
     single.write_text(json.dumps(GOOD) + "\n")
     with deadline(60):
         for gold, said in [
-            (fifo, f"{fifo}: not a regular file (a folder, a FIFO or a device): not read"),
-            ("/dev/zero", "/dev/zero: not a regular file (a folder, a FIFO or a device): not read"),
+            (fifo, f"{fifo}: not a regular file (a folder, a FIFO, a socket or a device): not read"),
+            ("/dev/zero", "/dev/zero: not a regular file (a folder, a FIFO, a socket or a device): not read"),
             (binary, f"{binary}: not UTF-8 text ("),
             (single, "a gold set of 1 question(s) cannot be judged out of sample: add questions, or judge it with"),
         ]:

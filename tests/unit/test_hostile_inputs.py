@@ -132,6 +132,22 @@ def test_a_file_over_the_limit_is_refused_unread(archive, monkeypatch):
         read_document(GOOD, GOOD.parent, limit=10)
 
 
+def test_a_file_named_on_a_command_line_is_read_only_as_a_regular_file_within_its_limit(tmp_path):
+    """`read_regular`, what gold sets, blobs to add and files to hash are read with: through the
+    links they were named by, but never a FIFO, a device or a folder, and never past the limit."""
+    (tmp_path / "gold.jsonl").write_bytes(b"12345")
+    (tmp_path / "link").symlink_to(tmp_path / "gold.jsonl")
+    os.mkfifo(tmp_path / "fifo")
+    assert discovery.read_regular(tmp_path / "link") == b"12345"
+    assert discovery.read_regular(tmp_path / "gold.jsonl", limit=5) == b"12345"
+    with pytest.raises(OSError, match="^.*5 bytes, over the limit of 4 for one file: not read$"):
+        discovery.read_regular(tmp_path / "gold.jsonl", limit=4)
+    for other in (tmp_path / "fifo", Path("/dev/zero"), tmp_path):
+        with deadline(10), pytest.raises(OSError) as refused:
+            discovery.read_regular(other)
+        assert refused.value.strerror == discovery.NOT_REGULAR
+
+
 def test_a_file_name_that_is_not_utf8_is_refused_and_printable(archive):
     name = os.fsdecode(b"bad\xff.ipynb")
     (archive / name).write_text(json.dumps(notebook()))

@@ -3,28 +3,22 @@ name them."""
 
 from __future__ import annotations
 
+import errno
 import json
-import os
-import stat
 
-from cellar.ingest.discovery import MAX_FILE_BYTES
+from cellar.ingest.discovery import MAX_FILE_BYTES, read_regular
 
 
 def file_bytes(name: str, limit: int = MAX_FILE_BYTES) -> bytes:
-    """The bytes of the regular file `name`; a ValueError naming it when it is anything else (a
-    FIFO waits for a writer for ever, `/dev/zero` never ends: both hung `cellar eval`) or holds
-    more than `limit` bytes. Opened without blocking, so a FIFO is not waited on either."""
-    descriptor = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    """The bytes of the regular file `name` (``discovery.read_regular``: a FIFO or `/dev/zero`
+    hung `cellar eval`); a ValueError naming it when it is anything else or holds more than
+    `limit` bytes, an OSError when it cannot be opened."""
     try:
-        info = os.fstat(descriptor)
-        if not stat.S_ISREG(info.st_mode):
-            raise ValueError(f"{name}: not a regular file (a folder, a FIFO or a device): not read")
-        if info.st_size > limit:
-            raise ValueError(f"{name}: {info.st_size:,} bytes, over the limit of {limit:,} for one file: not read")
-        with os.fdopen(descriptor, "rb", closefd=False) as handle:
-            return handle.read(limit + 1)
-    finally:
-        os.close(descriptor)
+        return read_regular(name, limit)
+    except OSError as error:
+        if error.errno in (errno.EINVAL, errno.EFBIG):
+            raise ValueError(f"{name}: {error.strerror}") from None
+        raise
 
 
 def text_file(name: str) -> str:

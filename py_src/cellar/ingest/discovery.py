@@ -16,6 +16,9 @@ An archive is untrusted input. What is read and what is refused:
 - a file over `MAX_FILE_BYTES` is refused unread.
 - a file name that is not valid UTF-8 (bytes that `os.fsdecode` keeps as surrogate escapes) is
   refused: record paths are cited, stored as UTF-8 JSON and published as URLs.
+
+A file named on a command line (a gold set, a blob to add, a file to hash) is read wherever it is,
+through the links it was named by, but as a regular file alone (`open_regular`, `read_regular`).
 """
 
 from __future__ import annotations
@@ -23,8 +26,9 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from os import PathLike
 from pathlib import PurePath
-from typing import Any
+from typing import Any, BinaryIO
 
 DOCUMENT_SUFFIXES = (
     ".ipynb",
@@ -165,6 +169,34 @@ def read_document(file_path: str | os.PathLike[str], root: str | os.PathLike[str
         os.close(descriptor)
     if len(data) > limit:
         raise FileRefused(path, f"grew past the {_size(limit)} limit for one file while it was read: not read")
+    return data
+
+
+NOT_REGULAR = "not a regular file (a folder, a FIFO, a socket or a device): not read"
+
+
+def open_regular(path: str | PathLike[str]) -> BinaryIO:
+    """The regular file `path`, opened to read bytes; an OSError (EINVAL, ``NOT_REGULAR``) when it
+    is anything else, which is then never read: a FIFO waits for a writer for ever and a device
+    (`/dev/zero`) never ends, and both hung the commands they were named to. Opened without
+    blocking, so a FIFO with no writer is not waited on either."""
+    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):  # checked before `open`, which refuses a folder otherwise
+        os.close(descriptor)
+        raise OSError(errno.EINVAL, NOT_REGULAR)
+    return open(descriptor, "rb")
+
+
+def read_regular(path: str | PathLike[str], limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of the regular file `path` (``open_regular``); an OSError (EFBIG) when it holds,
+    or grows while it is read to, more than `limit` bytes."""
+    with open_regular(path) as handle:
+        size = os.fstat(handle.fileno()).st_size
+        data = handle.read(limit + 1) if size <= limit else b""
+    if size > limit or len(data) > limit:
+        raise OSError(
+            errno.EFBIG, f"{max(size, len(data)):,} bytes, over the limit of {limit:,} for one file: not read"
+        )
     return data
 
 

@@ -6,13 +6,12 @@ normalisation of whitespace, case or line ends, so a revision pins one exact ver
 
 from __future__ import annotations
 
-import errno
 import hashlib
-import os
 import re
-import stat
 from collections.abc import Iterable, Mapping
 from os import PathLike
+
+from cellar.ingest.discovery import open_regular
 
 ID_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,40}")
 SNAPSHOT_KEYS = ("id", "title", "text")
@@ -40,9 +39,7 @@ def file_revision(path: str | PathLike[str]) -> str:
     Anything else is an OSError saying what it is, never read: a FIFO or `/dev/zero` never ends
     (opened without blocking, so a FIFO with no writer is not waited on either)."""
     digest = hashlib.sha256()
-    with open(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file (a folder, a FIFO or a device): not read")
+    with open_regular(path) as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()

@@ -9,15 +9,13 @@ Messages name files and logical paths, never command-line flags: cellar.cli.blob
 
 from __future__ import annotations
 
-import errno
 import os
-import stat
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from os import PathLike
 from typing import Any
 
-from cellar.ingest.discovery import FileRefused, read_document
+from cellar.ingest.discovery import FileRefused, read_document, read_regular
 from cellar.rerender.blob_store import BlobStore
 from cellar.rerender.vfs import (
     FORMAT,
@@ -65,20 +63,6 @@ def _tree_files(folder: str) -> Iterator[tuple[str, str]]:
         yield os.path.relpath(error.filename, folder).replace(os.sep, "/"), error.filename
 
 
-def _named_file(local: str | PathLike[str]) -> bytes:
-    """The bytes of a file named on the command line: wherever it is, through the links it was
-    named by, but a regular file only, opened without blocking (a FIFO named there had hung the
-    command) and read up to the blob limit (a device, `/dev/zero`, never ends)."""
-    with open(os.open(local, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise OSError(errno.EINVAL, "not a regular file (a folder, FIFO, socket or device): not read")
-        data = handle.read(MAX_BLOB_BYTES + 1)  # a file that grows while it is read stops here
-    if len(data) > MAX_BLOB_BYTES:
-        raise OSError(errno.EFBIG, f"over the {MAX_BLOB_BYTES:,}-byte limit for one blob: not read")
-    return data
-
-
 def add_to_archive(
     archive: str | PathLike[str],
     files: Sequence[tuple[str, str | PathLike[str]]] = (),
@@ -100,8 +84,10 @@ def add_to_archive(
     tree_names: dict[tuple[str, ...], str] = {}  # one spelling per prefix given twice
 
     def store_file(local: str | PathLike[str]) -> str | None:
+        # a file named on the command line is read wherever it is, through the links it was named
+        # by, but a regular file only, up to the blob limit (a FIFO or `/dev/zero` named there hung it)
         try:
-            return store.write(_named_file(local))
+            return store.write(read_regular(local, MAX_BLOB_BYTES))
         except OSError as error:
             report.errors.append(f"{os.fspath(local)}: {error.strerror or error}")
             return None
