@@ -146,6 +146,17 @@ def test_a_glossary_of_too_many_entries_is_an_error_naming_it(archive, tmp_path,
     assert not (tmp_path / "shard").exists()
 
 
+def test_a_glossary_that_gives_an_abbreviation_twice_is_an_error_naming_it(archive, tmp_path, capsys):
+    """JSON keeps the last of two equal keys silently: `HP` read as heat pump alone, though the
+    glossary says high pressure too. Which one the writer meant only the writer knows."""
+    (archive / "glossary.json").write_text('{"HP": "high pressure", "LO": "lube oil", "HP": "heat pump"}')
+    assert main(["index", str(archive), "--out", str(tmp_path / "shard"), "--no-cache"]) == 2
+    assert capsys.readouterr().err == (
+        f"cellar index: {archive / 'glossary.json'}: not valid JSON (the key 'HP' is given twice in one object)\n"
+    )
+    assert not (tmp_path / "shard").exists()
+
+
 def test_a_glossary_at_the_limit_gives_a_manifest_of_at_most_a_few_mb(archive, tmp_path):
     wide = "x" * (analysis.MAX_GLOSSARY_CHARS - 6)
     glossary = {

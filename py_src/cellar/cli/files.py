@@ -39,8 +39,17 @@ def json_file(name: str) -> object:
 
 def json_text(data: bytes, name: str) -> object:
     """The JSON value in `data`, the bytes of the file `name`; a ValueError naming it when they
-    are not UTF-8 JSON."""
+    are not UTF-8 JSON, or when an object gives a key twice (`json` keeps the last silently: a
+    glossary's `"HP": "high pressure"` lost to a later `"HP": "heat pump"`)."""
     try:
-        return json.loads(data.decode("utf-8"))
+        return json.loads(data.decode("utf-8"), object_pairs_hook=_unique_keys)
     except (ValueError, RecursionError) as error:  # UnicodeDecodeError is a ValueError
         raise ValueError(f"{name}: not valid JSON ({error})") from None
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    value = dict(pairs)
+    if len(value) < len(pairs):
+        twice = next(key for i, (key, _) in enumerate(pairs) if any(key == k for k, _ in pairs[:i]))
+        raise ValueError(f"the key {twice!r} is given twice in one object")
+    return value
