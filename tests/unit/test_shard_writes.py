@@ -121,7 +121,7 @@ def test_an_older_plain_shard_folder_is_replaced_and_another_folder_is_refused(t
     built = build_index_from_directory(corpus(tmp_path / "c", ["ballast_v4.ipynb"]), model)
     out = tmp_path / "shard"
     out.mkdir()
-    (out / MANIFEST).write_text("{}")
+    (out / MANIFEST).write_text('{"cellar": "0.1.0", "format": 1, "files": {}, "checksum": "9f"}')
     (out / "fragments").mkdir()
     (out / "fragments" / "99.json").write_text("stale")
     write_shard(built.index, out, model)
@@ -132,6 +132,19 @@ def test_an_older_plain_shard_folder_is_replaced_and_another_folder_is_refused(t
     with pytest.raises(ShardError, match="a folder that holds no shard"):
         write_shard(built.index, keep, model)
     assert (keep / "notes.txt").read_text() == "precious"
+
+
+def test_a_folder_with_a_manifest_json_of_its_own_is_no_shard_and_is_never_replaced(tmp_path, model):
+    """A web app's folder (`manifest.json` is every PWA's) was taken for an older shard: moved into
+    the versions folder at the switch and removed by the next build that changed anything."""
+    built = build_index_from_directory(corpus(tmp_path / "c", ["ballast_v4.ipynb"]), model)
+    app = tmp_path / "webapp"
+    app.mkdir()
+    (app / MANIFEST).write_text('{"name": "My PWA", "start_url": "/"}')
+    (app / "index.html").write_text("<h1>app</h1>")
+    with pytest.raises(ShardError, match=f"^{app}: a folder that holds no shard .* not replaced$"):
+        write_shard(built.index, app, model)
+    assert not app.is_symlink() and (app / "index.html").read_text() == "<h1>app</h1>"
 
 
 @pytest.mark.parametrize("place", ["a file", "a folder of something else"])

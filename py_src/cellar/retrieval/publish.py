@@ -10,8 +10,10 @@ with one ``os.replace`` of a new link. A writer killed at any moment leaves the 
 whole and in place; the next write removes what it left. The previous version is kept (a search
 that opened it can finish reading its files); older ones are removed, so no stale file outlives a
 smaller archive. A lock (``flock`` on ``build/.shard.lock``) refuses a second writer with
-ShardBusy. A plain folder at the place (a shard of an older cellar) is moved into the versions
-folder at the switch; a folder that holds no shard is refused, never replaced.
+ShardBusy. A plain folder at the place (a shard of an older cellar: its manifest has cellar's
+keys) is moved into the versions folder at the switch; any other folder that is not empty is
+refused, never replaced (one with a web app's `manifest.json` was taken for a shard, moved, and
+removed by the build after).
 """
 
 from __future__ import annotations
@@ -206,12 +208,26 @@ def _current_version(directory: Path, versions: Path) -> Path | None:
         target = Path(os.path.normpath(directory.parent / os.readlink(directory)))
         return target if target.parent == versions else None
     if directory.is_dir():
-        if (directory / MANIFEST).is_file() or not any(directory.iterdir()):
+        if not any(directory.iterdir()) or _older_shard(directory / MANIFEST):
             return None
-        raise ShardError(f"{directory}: a folder that holds no shard ({MANIFEST} missing): not replaced")
+        raise ShardError(f"{directory}: a folder that holds no shard (no {MANIFEST} of cellar's): not replaced")
     if directory.exists():
         raise ShardError(f"{directory}: not a folder: not replaced")
     return None
+
+
+# The keys every shard manifest has held since the first: a folder's `manifest.json` without them
+# (a web app's, a data package's) is someone else's, and the folder is never moved nor removed.
+OLDER_MANIFEST_KEYS = ("cellar", "format", "files", "checksum")
+
+
+def _older_shard(manifest: Path) -> bool:
+    """Whether ``manifest`` is the manifest of a shard an older cellar wrote as a plain folder."""
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8")) if manifest.is_file() else None
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and all(key in data for key in OLDER_MANIFEST_KEYS)
 
 
 def _fill(partial: Path, files: dict[str, bytes], earlier: dict[str, Path]) -> set[str]:
