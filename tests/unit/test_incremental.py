@@ -113,6 +113,25 @@ def test_a_damaged_cache_entry_is_redone(archive, tmp_path):
     assert shard_files(again.index) == _cold(archive)
 
 
+def test_a_cache_entry_with_a_flipped_bit_is_redone_not_used(archive, tmp_path):
+    """Each entry ends with its CRC-32. A bit flipped in a term went into every later shard
+    (the file unchanged, the entry was reused for ever), and one in a compressed container stopped
+    every later build with zlib's error."""
+    cache = tmp_path / "cache"
+    _build(archive, cache)
+    entries = sorted(cache.glob("*/*.bin"))
+    for entry, at in ((entries[0], -10), (entries[1], len(entries[1].read_bytes()) // 2)):
+        data = bytearray(entry.read_bytes())
+        data[at] ^= 0x01
+        entry.write_bytes(bytes(data))
+    again = _build(archive, cache)
+    assert len(again.redone) == 2 and len(again.reused) == 118
+    assert shard_files(again.index) == _cold(archive)
+
+
+KEY = "ab" + "0" * 62  # an entry's key: 64 hex digits, filed under its first two
+
+
 def test_a_build_leaves_the_temporary_entries_of_one_writing_beside_it(tmp_path):
     """Two archives indexed at once into one cache: the build that finishes first removes the
     entries it did not use, but not the other's entry being written (its rename then failed and
@@ -120,13 +139,47 @@ def test_a_build_leaves_the_temporary_entries_of_one_writing_beside_it(tmp_path)
     cache = incremental.Cache(tmp_path)
     folder = tmp_path / "ab"
     folder.mkdir()
-    unused, writing, left = folder / "abc.bin", folder / ".abd.bin.4242.tmp", folder / ".abe.bin.4141.tmp"
-    for file in (unused, writing, left):
+    used, unused = f"{KEY[:-1]}1", f"{KEY[:-1]}2"
+    files = [folder / f"{used}.bin", folder / f"{unused}.bin", folder / f".{KEY}.bin.4242.tmp"]
+    left = folder / f".{used}.bin.4141.tmp"
+    for file in (*files, left):
         file.write_bytes(b"part")
     hours_ago = time.time() - 2 * incremental.STALE_TEMPORARY_SECONDS
     os.utime(left, (hours_ago, hours_ago))
-    assert cache.finish({"a.ipynb": "abf"}) == 1
-    assert sorted(file.name for file in folder.iterdir()) == [writing.name]
+    assert cache.finish({"a.ipynb": used}) == 1
+    assert sorted(file.name for file in folder.iterdir()) == sorted([files[0].name, files[2].name])
+
+
+def test_a_cache_is_a_tagged_folder_and_a_folder_of_anything_else_is_refused_untouched(tmp_path):
+    """A build removes the cache entries it did not use: `--cache` naming a folder of the user's
+    had every file of its two-letter folders removed, and naming the archive, its notebooks."""
+    made = incremental.Cache(tmp_path / "new" / "cache")
+    assert (made.directory / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f597d28d172789f06886806bc55")
+    mine = tmp_path / "mine"
+    (mine / "ab").mkdir(parents=True)
+    (mine / "ab" / "notes.txt").write_text("precious")
+    with pytest.raises(ValueError, match=f"^{mine}: not a cellar cache \\(it holds ab/notes.txt, and no CACHEDIR.TAG\\)"):
+        incremental.Cache(mine)
+    assert sorted(path.name for path in mine.rglob("*")) == ["ab", "notes.txt"]
+    (tmp_path / "file").write_text("precious")
+    with pytest.raises(ValueError, match="file: --cache is not a folder"):
+        incremental.Cache(tmp_path / "file")
+    older = tmp_path / "older"  # a cache an older cellar made, before the tag: taken, and tagged
+    (older / "ab").mkdir(parents=True)
+    (older / "ab" / f"{KEY}.bin").write_bytes(b"part")
+    (older / "stamps.json").write_text("{}")
+    incremental.Cache(older)
+    assert (older / "CACHEDIR.TAG").is_file()
+
+
+def test_cli_refuses_a_cache_that_is_not_one_before_any_work(archive, tmp_path, capsys):
+    home = tmp_path / "home"
+    (home / "js").mkdir(parents=True)
+    (home / "js" / "app.js").write_text("code")
+    assert main(["index", str(archive), "--out", str(tmp_path / "shard"), "--cache", str(home)]) == 2
+    err = capsys.readouterr().err
+    assert f"cellar index: {home}: not a cellar cache (it holds js/, and no CACHEDIR.TAG)" in err
+    assert "notebooks" not in err and (home / "js" / "app.js").read_text() == "code"
 
 
 def test_the_process_pool_gives_the_same_shard(archive):

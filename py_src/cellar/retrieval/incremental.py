@@ -17,6 +17,14 @@ lists the previous build's paths, to count what left the archive; the entries a 
 are removed after it, but for the temporary files of a build writing beside it (two archives
 indexed at once with one cache only cost each other their entries, never a build).
 
+A folder is a cache when it holds ``CACHE_TAG`` (the Cache Directory Tagging Specification's
+``CACHEDIR.TAG``, which backup tools read too), written when cellar makes it. A build removes the
+entries it did not use, so a folder that is not a cache is refused, never taken for one
+(``--cache ~/notes`` had every file of its two-letter folders removed; ``--cache`` of the archive
+removed notebooks). An entry ends with the CRC-32 of its bytes: one that does not match (a bit
+flipped on the disk, a copy that did not finish) is redone, never used (a flipped bit in a term
+went into every later shard, and one in a container stopped every later build).
+
 ``prepare_batch`` is what a worker runs (a local process or a Dask worker): it loads the model
 once per process and keeps it.
 """
@@ -26,8 +34,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
+import struct
 import time
 import warnings
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
@@ -42,12 +53,13 @@ from cellar.retrieval.bilingual import Reading, Translator, english_reading, que
 from cellar.retrieval.bm25 import reading as bm25_reading
 from cellar.retrieval.embedding import StaticModel, load_model, quantise_rows
 from cellar.retrieval.packing import canonical, compress, container, container_records, pack, unpack
+from cellar.retrieval.stamps import RECORD as STAMPS
 from cellar.text import shortened
 
 if TYPE_CHECKING:  # the query path imports Render from here, not the chunker
     from cellar.ingest.metadata import Rule
 
-CACHE_FORMAT = 6
+CACHE_FORMAT = 7  # 7: an entry ends with its CRC-32
 # characters of an entry's title in the table of every entry, fetched at boot (a notebook's
 # metadata may name itself in megabytes)
 MAX_TITLE = 300
@@ -59,6 +71,19 @@ NO_READING = Reading()  # a chunk of a file not read as Dutch
 PROSE_KINDS = ("markdown", "text")  # the chunks whose words tell a file's language
 SEPARATOR = "\x00"  # between the terms of a chunk in a cache entry
 LAST_BUILD = "last-build.json"
+SHARD_STATE = "shard-state.bin"  # what a build leaves for the next to reuse (cellar.retrieval.publish)
+CACHE_TAG = "CACHEDIR.TAG"
+CACHE_TAG_TEXT = (
+    "Signature: 8a477f597d28d172789f06886806bc55\n"
+    "# This file is a cache directory tag created by cellar (cellar index --cache).\n"
+    "# For information about cache directory tags see https://bford.info/cachedir/\n"
+)
+# What a cache folder holds: entry folders (a key's first two hex digits), the files above, and
+# their temporaries while they are written (``.<name>.<pid>.tmp``).
+_CACHE_FILES = (LAST_BUILD, STAMPS, SHARD_STATE, CACHE_TAG)
+_ENTRY_FOLDER = re.compile(r"[0-9a-f]{2}")
+_ENTRY = re.compile(r"\.?[0-9a-f]{64}\.bin(?:\.\d+\.tmp)?")
+_CACHE_FILE = re.compile(r"\.?(?:" + "|".join(re.escape(name) for name in _CACHE_FILES) + r")(?:\.\d+\.tmp)?")
 # A cache's temporary entry older than this was left by a build that died; a younger one may be
 # another build's, writing beside this one into the same cache (two archives, one --cache).
 STALE_TEMPORARY_SECONDS = 3600
@@ -475,14 +500,28 @@ class Cache:
     """Parts on disk by key (see the module's docstring)."""
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
+        """The cache in ``directory``, made (and tagged) when it does not exist; a ValueError
+        naming it when it is not a folder or is a folder of something else (``foreign``)."""
         self.directory = Path(directory)
+        if not self.directory.is_dir():
+            if self.directory.exists() or self.directory.is_symlink():
+                raise ValueError(f"{directory}: --cache is not a folder")
+            self.directory.mkdir(parents=True)
+        if not (self.directory / CACHE_TAG).is_file():
+            stranger = foreign(self.directory)
+            if stranger is not None:
+                raise ValueError(
+                    f"{directory}: not a cellar cache (it holds {stranger}, and no {CACHE_TAG}): not used, "
+                    "nothing in it touched; give --cache a new or empty folder"
+                )
+            (self.directory / CACHE_TAG).write_text(CACHE_TAG_TEXT, encoding="utf-8")
 
     def _file(self, key: str) -> Path:
         return self.directory / key[:2] / f"{key}.bin"
 
     def get(self, key: str) -> Part | None:
         try:
-            meta, arrays = unpack(self._file(key).read_bytes())
+            meta, arrays = unpack(_opened(self._file(key).read_bytes()))
             if meta["key"] != key:
                 return None
             part = Part(meta["path"], key, problems=meta["problems"], error=meta["error"])
@@ -530,7 +569,7 @@ class Cache:
             "document": part.document is not None,
         }
         temporary = file.with_name(f".{file.name}.{os.getpid()}.tmp")
-        temporary.write_bytes(pack(arrays, meta))
+        temporary.write_bytes(_sealed(pack(arrays, meta)))
         os.replace(temporary, file)  # an entry is whole or absent
 
     def last_build(self) -> dict[str, str]:
@@ -550,15 +589,45 @@ class Cache:
         keep = set(paths.values())
         removed = 0
         for folder in self.directory.iterdir():
-            if not folder.is_dir() or len(folder.name) != 2:
+            if not folder.is_dir() or not _ENTRY_FOLDER.fullmatch(folder.name):
                 continue
             for entry in folder.iterdir():
+                if not _ENTRY.fullmatch(entry.name):
+                    continue  # nothing but entries is ever removed
                 if entry.name.startswith(".") and not _stale(entry):
                     continue  # another build, sharing the cache, is writing it
                 if entry.name.split(".")[0] not in keep:
                     entry.unlink(missing_ok=True)
                     removed += entry.suffix == ".bin"
         return removed
+
+
+def foreign(directory: Path) -> str | None:
+    """The first thing in ``directory`` that a cache does not hold (a folder holding only what
+    cellar writes is one an older cellar made, before caches were tagged), or None."""
+    for entry in sorted(directory.iterdir()):
+        folder = entry.is_dir() and not entry.is_symlink()
+        if folder and _ENTRY_FOLDER.fullmatch(entry.name):
+            inside = next((f for f in sorted(entry.iterdir()) if not _ENTRY.fullmatch(f.name) or not f.is_file()), None)
+            if inside is None:
+                continue
+            return f"{entry.name}/{inside.name}"
+        if not (_CACHE_FILE.fullmatch(entry.name) and entry.is_file() and not entry.is_symlink()):
+            return entry.name + ("/" if folder else "")
+    return None
+
+
+def _sealed(data: bytes) -> bytes:
+    """An entry's bytes with their CRC-32 after them (damage, not forgery, is what it finds: anyone
+    who may write the cache may write the shard)."""
+    return data + struct.pack("<I", zlib.crc32(data))
+
+
+def _opened(data: bytes) -> bytes:
+    """The bytes ``_sealed`` sealed; a ValueError when they do not match their CRC-32."""
+    if len(data) < 4 or struct.unpack("<I", data[-4:])[0] != zlib.crc32(data[:-4]):
+        raise ValueError("a cache entry damaged or cut short")
+    return data[:-4]
 
 
 def _stale(temporary: Path) -> bool:

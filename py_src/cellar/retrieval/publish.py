@@ -34,6 +34,7 @@ import numpy as np
 
 from cellar.retrieval import ivf, packing, sharding
 from cellar.retrieval.embedding import StaticModel
+from cellar.retrieval.incremental import SHARD_STATE
 from cellar.retrieval.index import Index
 from cellar.retrieval.packing import pack, unpack
 from cellar.retrieval.shard import MANIFEST, ShardBusy, ShardError, open_shard
@@ -91,7 +92,7 @@ def write_shard(
     notes): the previous shard stays whole until the new one has been written, synced and
     checked (against ``model`` too, when given). ``lock=False`` when the caller already holds
     ``shard_lock(directory)``. With ``state`` (a folder: the build's cache), what this build
-    leaves for the next (``STATE``: the files' raw SHA-256s, the IVF fit) is kept there and what
+    leaves for the next (``SHARD_STATE``: the files' raw SHA-256s, the IVF fit) is kept there and what
     the previous one left is used (``cellar.retrieval.sharding.Previous``). Returns each file's
     size in bytes."""
     directory = Path(directory)
@@ -106,9 +107,6 @@ def write_shard(
     return {name: len(data) for name, data in files.items()}
 
 
-STATE = "shard-state.bin"  # in the build's state folder: what the next build reuses
-
-
 def _previous(state: str | os.PathLike[str] | None, current: Path | None) -> Previous | None:
     """What the last build left in ``state``, when it describes ``current``, the version the
     shard points to now (a build killed after its switch, or a shard written without this state,
@@ -117,7 +115,7 @@ def _previous(state: str | os.PathLike[str] | None, current: Path | None) -> Pre
         return None
     try:
         manifest = json.loads((current / MANIFEST).read_text(encoding="utf-8"))
-        meta, arrays = unpack((Path(state) / STATE).read_bytes())
+        meta, arrays = unpack((Path(state) / SHARD_STATE).read_bytes())
         if meta["version"] != manifest["checksum"] or meta["recipe"] != _recipe():
             return None
         listed = manifest["files"]
@@ -142,9 +140,9 @@ def _keep(state: Path, checksum: str, made: Made) -> None:
         "recall": recall,
     }
     state.mkdir(parents=True, exist_ok=True)
-    temporary = state / f".{STATE}.{os.getpid()}.tmp"
+    temporary = state / f".{SHARD_STATE}.{os.getpid()}.tmp"
     temporary.write_bytes(pack(arrays, meta))
-    os.replace(temporary, state / STATE)
+    os.replace(temporary, state / SHARD_STATE)
 
 
 def _recipe() -> list[str]:
