@@ -74,15 +74,22 @@ def test_a_stamp_holds_only_for_the_same_file_changed_safely_before_it_was_hashe
     then = time.time_ns() - 10 * RACY_NS
     os.utime(file, ns=(then, then))
     info = os.lstat(file)
-    stamp = Stamp(info.st_size, info.st_mtime_ns, info.st_ino, "0" * 64, time.time_ns())
-    assert clean(stamp, info)
-    assert not clean(Stamp(info.st_size + 1, info.st_mtime_ns, info.st_ino, "0" * 64, time.time_ns()), info)
-    assert not clean(Stamp(info.st_size, info.st_mtime_ns + 1, info.st_ino, "0" * 64, time.time_ns()), info)
-    assert not clean(Stamp(info.st_size, info.st_mtime_ns, info.st_ino + 1, "0" * 64, time.time_ns()), info)
+
+    def stamp(size=0, mtime=0, ctime=0, inode=0, checked=None):
+        at = time.time_ns() if checked is None else checked
+        return Stamp(
+            info.st_size + size, info.st_mtime_ns + mtime, info.st_ctime_ns + ctime, info.st_ino + inode, "0" * 64, at
+        )
+
+    assert clean(stamp(), info)
+    assert not clean(stamp(size=1), info)
+    assert not clean(stamp(mtime=1), info)
+    assert not clean(stamp(ctime=1), info)
+    assert not clean(stamp(inode=1), info)
     # hashed less than RACY_NS after its last change: the file could have changed again within
     # the same timestamp tick, so the stamp proves nothing
-    assert not clean(Stamp(info.st_size, info.st_mtime_ns, info.st_ino, "0" * 64, then + RACY_NS - 1), info)
-    assert clean(Stamp(info.st_size, info.st_mtime_ns, info.st_ino, "0" * 64, then + RACY_NS), info)
+    assert not clean(stamp(checked=then + RACY_NS - 1), info)
+    assert clean(stamp(checked=then + RACY_NS), info)
     assert not clean(None, info)
 
 
@@ -129,6 +136,28 @@ def test_bytes_changed_with_size_mtime_and_inode_kept_within_the_racy_window_are
     after = _build(root, cache)
     name = victim.relative_to(root).as_posix()
     assert [Path(path) for path in read] == [victim] and after.redone == [name]
+    assert sharding.shard_files(after.index) == _cold(root)
+
+
+def test_bytes_rewritten_in_place_with_size_and_mtime_kept_are_seen_by_the_change_time(archive, tmp_path, monkeypatch):
+    """`unzip -o` or `tar -x` of a newer copy whose files all carry one fixed date rewrites a file
+    in place (same inode), at the same size and with the same mtime: the shard kept citing the old
+    text. The kernel moves the change time, and no one can set it back."""
+    root = _copy(archive, tmp_path)
+    cache = tmp_path / "cache"
+    victim = sorted(root.glob("*/*/*.ipynb"))[5]
+    fixed = time.time_ns() - 60 * 10**9  # long before the build: a clean stamp
+    os.utime(victim, ns=(fixed, fixed))
+    _build(root, cache)
+    data = victim.read_bytes()
+    at = data.index(b'"cells"')
+    at += next(i for i, byte in enumerate(data[at:]) if chr(byte).isdigit())
+    with open(victim, "r+b") as handle:
+        handle.write(data[:at] + (b"7" if data[at : at + 1] != b"7" else b"3") + data[at + 1 :])
+    os.utime(victim, ns=(fixed, fixed))
+    read = _reads(monkeypatch)
+    after = _build(root, cache)
+    assert [Path(path) for path in read] == [victim] and after.redone == [victim.relative_to(root).as_posix()]
     assert sharding.shard_files(after.index) == _cold(root)
 
 

@@ -4,16 +4,19 @@ hashing the file again, when nothing says it changed.
 In: a file's ``os.lstat`` and the record the previous build left in the cache folder
 (``stamps.json``). Out: the SHA-256 of its bytes, or None (read and hash it).
 
-A stamp is a file's size, modification time (nanoseconds) and inode with the SHA-256 of its
-bytes and ``checked``, the clock (``time.time_ns``) read *before* the file was stat'ed and read.
-It is used only when size, mtime and inode are the same now and the file is not "racily clean"
-(git's rule, ``Documentation/technical/racy-git.txt``): a file changed within ``RACY_NS`` of the
-moment it was hashed could change again without its mtime moving (timestamps are coarse: FAT keeps
-2 s, ext4 the kernel's tick), so its stamp proves nothing and it is hashed again; the next build
-then records it with a later ``checked`` and trusts it from then on. What it cannot see, as git
-cannot: bytes changed on purpose with the size kept and the mtime set back (``touch -d``), or a
-file server whose clock is more than ``RACY_NS`` behind the builder's. ``cellar index
---no-cache`` (no cache, no stamps) reads and hashes every file.
+A stamp is a file's size, modification and change times (nanoseconds) and inode with the SHA-256
+of its bytes and ``checked``, the clock (``time.time_ns``) read *before* the file was stat'ed and
+read. It is used only when size, times and inode are the same now and the file is not "racily
+clean" (git's rule, ``Documentation/technical/racy-git.txt``): a file changed within ``RACY_NS``
+of the moment it was hashed could change again without its mtime moving (timestamps are coarse:
+FAT keeps 2 s, ext4 the kernel's tick), so its stamp proves nothing and it is hashed again; the
+next build then records it with a later ``checked`` and trusts it from then on. The change time
+(ctime) is the kernel's own: no one can set it back, so bytes rewritten in place with the size
+kept and the mtime restored are seen (``unzip -o`` or ``tar -x`` of a newer copy whose files all
+carry one fixed date did that, and the shard kept citing the old text), as git sees them with
+``core.trustctime``. What it cannot see: a file server whose clock is more than ``RACY_NS``
+behind the builder's. ``cellar index --no-cache`` (no cache, no stamps) reads and hashes every
+file.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ RACY_NS = 2_000_000_000  # 2 s: the coarsest common mtime (FAT); ext4, NTFS and 
 class Stamp:
     size: int
     mtime_ns: int
+    ctime_ns: int
     inode: int
     sha256: str
     checked: int  # time.time_ns() before the file was stat'ed and read
@@ -39,11 +43,12 @@ class Stamp:
 
 def clean(stamp: Stamp | None, info: os.stat_result) -> bool:
     """Whether ``stamp`` still gives the bytes of a file whose ``lstat`` is ``info``: a regular
-    file of the same size, mtime and inode, last changed safely before it was hashed."""
+    file of the same size, times and inode, last changed safely before it was hashed."""
     return (
         stamp is not None
         and stat.S_ISREG(info.st_mode)
-        and (info.st_size, info.st_mtime_ns, info.st_ino) == (stamp.size, stamp.mtime_ns, stamp.inode)
+        and (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
+        == (stamp.size, stamp.mtime_ns, stamp.ctime_ns, stamp.inode)
         and info.st_mtime_ns + RACY_NS <= stamp.checked
     )
 
@@ -75,7 +80,7 @@ class Stamps:
         """Record the SHA-256 of a file just read: ``info`` its ``lstat`` before the read,
         ``checked`` the clock before that."""
         if stat.S_ISREG(info.st_mode):
-            self.current[path] = Stamp(info.st_size, info.st_mtime_ns, info.st_ino, sha256, checked)
+            self.current[path] = Stamp(info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, sha256, checked)
 
     def save(self) -> None:
         """Write this build's stamps (whole or not at all)."""
