@@ -146,8 +146,13 @@ def test_a_build_leaves_the_temporary_entries_of_one_writing_beside_it(tmp_path)
         file.write_bytes(b"part")
     hours_ago = time.time() - 2 * incremental.STALE_TEMPORARY_SECONDS
     os.utime(left, (hours_ago, hours_ago))
+    elsewhere = tmp_path.parent / f"{tmp_path.name}-elsewhere"  # a link is never followed to remove
+    elsewhere.mkdir()
+    (elsewhere / f"{KEY}.bin").write_bytes(b"not the cache's")
+    (tmp_path / "cd").symlink_to(elsewhere)
     assert cache.finish({"a.ipynb": used}) == 1
     assert sorted(file.name for file in folder.iterdir()) == sorted([files[0].name, files[2].name])
+    assert (elsewhere / f"{KEY}.bin").read_bytes() == b"not the cache's"
 
 
 def test_a_cache_is_a_tagged_folder_and_a_folder_of_anything_else_is_refused_untouched(tmp_path):
@@ -158,7 +163,9 @@ def test_a_cache_is_a_tagged_folder_and_a_folder_of_anything_else_is_refused_unt
     mine = tmp_path / "mine"
     (mine / "ab").mkdir(parents=True)
     (mine / "ab" / "notes.txt").write_text("precious")
-    with pytest.raises(ValueError, match=f"^{mine}: not a cellar cache \\(it holds ab/notes.txt, and no CACHEDIR.TAG\\)"):
+    with pytest.raises(
+        ValueError, match=f"^{mine}: not a cellar cache \\(it holds ab/notes.txt, and no CACHEDIR.TAG\\)"
+    ):
         incremental.Cache(mine)
     assert sorted(path.name for path in mine.rglob("*")) == ["ab", "notes.txt"]
     (tmp_path / "file").write_text("precious")

@@ -147,6 +147,33 @@ def test_a_folder_with_a_manifest_json_of_its_own_is_no_shard_and_is_never_repla
     assert not app.is_symlink() and (app / "index.html").read_text() == "<h1>app</h1>"
 
 
+def test_what_a_shard_keeps_beside_it_is_never_reached_through_a_link(tmp_path, model):
+    """The old versions are removed and the lock written: a link at `.shard.versions` had every
+    file of the folder it led to removed, and one at `.shard.lock` had its target overwritten."""
+    built = build_index_from_directory(corpus(tmp_path / "c", ["ballast_v4.ipynb"]), model)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "a.txt").write_text("precious")
+    for name, target in ((".shard.versions", victim), (".shard.lock", victim / "a.txt")):
+        place = tmp_path / name
+        place.symlink_to(target)
+        with pytest.raises(ShardError, match=f"^{place}: a symbolic link where the shard keeps its own files"):
+            write_shard(built.index, tmp_path / "shard", model)
+        place.unlink()
+    assert [path.name for path in victim.iterdir()] == ["a.txt"] and (victim / "a.txt").read_text() == "precious"
+
+
+def test_a_version_given_as_the_shard_is_refused(tmp_path, model):
+    """`--out "$(realpath shard)"`: written into the version folder, the next build of `shard`
+    removed it from under its own link, which then led nowhere."""
+    built = build_index_from_directory(corpus(tmp_path / "c", ["ballast_v4.ipynb"]), model)
+    out = tmp_path / "shard"
+    write_shard(built.index, out, model)
+    with pytest.raises(ShardError, match=f"^{out.resolve()}: a version of the shard {out}, not a shard"):
+        write_shard(built.index, out.resolve(), model)
+    assert paths(out, model) == ["ballast_v4.ipynb"]
+
+
 @pytest.mark.parametrize("place", ["a file", "a folder of something else"])
 def test_an_output_that_is_no_place_for_a_shard_is_refused_before_the_build(tmp_path, capsys, place):
     source = corpus(tmp_path / "c", ["ballast_v4.ipynb"])

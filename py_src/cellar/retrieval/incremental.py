@@ -589,8 +589,8 @@ class Cache:
         keep = set(paths.values())
         removed = 0
         for folder in self.directory.iterdir():
-            if not folder.is_dir() or not _ENTRY_FOLDER.fullmatch(folder.name):
-                continue
+            if not folder.is_dir() or folder.is_symlink() or not _ENTRY_FOLDER.fullmatch(folder.name):
+                continue  # a link is never followed to remove what it leads to
             for entry in folder.iterdir():
                 if not _ENTRY.fullmatch(entry.name):
                     continue  # nothing but entries is ever removed

@@ -43,8 +43,20 @@ from cellar.retrieval.table import NotebookTable
 
 
 def _places(directory: Path) -> tuple[Path, Path]:
-    """The versions folder and the lock file that belong to the shard at `directory`."""
-    return directory.parent / f".{directory.name}.versions", directory.parent / f".{directory.name}.lock"
+    """The versions folder and the lock file that belong to the shard at `directory`; a ShardError
+    when either is a symbolic link (the old versions are removed and the lock written through it:
+    a link there had the files of the folder it led to removed, or a file overwritten), or when
+    `directory` is itself a version (the shard's link resolved: written there, the next build left
+    the shard's link dangling)."""
+    versions = directory.parent / f".{directory.name}.versions"
+    lock = directory.parent / f".{directory.name}.lock"
+    for place in (versions, lock):
+        if place.is_symlink():
+            raise ShardError(f"{place}: a symbolic link where the shard keeps its own files: not followed")
+    if directory.parent.name.startswith(".") and directory.parent.name.endswith(".versions"):
+        shard = directory.parent.parent / directory.parent.name[1 : -len(".versions")]
+        raise ShardError(f"{directory}: a version of the shard {shard}, not a shard: give {shard} itself")
+    return versions, lock
 
 
 @contextmanager
@@ -63,7 +75,8 @@ def shard_lock(directory: str | os.PathLike[str]) -> Iterator[None]:
         yield
         return
     lock.parent.mkdir(parents=True, exist_ok=True)
-    descriptor = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+    descriptor = os.open(lock, flags, 0o644)
     try:
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
