@@ -104,6 +104,17 @@ def _allowed(filters: Filters, entry: dict) -> bool:
     )
 
 
+def test_a_path_prefix_typed_in_one_normal_form_finds_paths_written_in_the_other():
+    """An archive copied from a Mac has its names in NFD (`e` + U+0301); a prefix typed on any other
+    machine is NFC (`é`). Compared as code points, `--path-prefix café` missed `café/`."""
+    entries = _entries(3)
+    for entry, name in zip(entries, ("cafe\u0301/a.ipynb", "caf\u00e9/b.ipynb", "cafe/c.ipynb")):
+        entry["path"] = name
+    table = NotebookTable.of(entries)
+    for typed in ("caf\u00e9", "cafe\u0301"):
+        assert Filters(path_prefix=typed, include_deprecated=True).mask(table).tolist() == [True, True, False]
+
+
 def test_an_entry_without_a_kind_bitmask_may_hold_any_kind():
     entries = [{key: value for key, value in entry.items() if key != "kinds"} for entry in _entries(8)]
     assert Filters(kinds=("table",), include_deprecated=True).mask(NotebookTable.of(entries)).all()

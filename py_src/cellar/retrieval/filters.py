@@ -8,6 +8,7 @@ kind bitmask, all columns of the notebook table (``cellar.retrieval.table``).
 from __future__ import annotations
 
 import dataclasses
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -94,7 +95,9 @@ class Filters:
                 "meta.fields", lambda fields: all((fields or {}).get(key) == value for key, value in self.fields)
             )
         if self.path_prefix is not None:
-            allowed &= table.starts_with("path", self.path_prefix)
+            # as typed (NFC) or as macOS writes names (NFD): `café` finds a folder copied from a Mac
+            spellings = {unicodedata.normalize(form, self.path_prefix) for form in ("NFC", "NFD")}
+            allowed &= np.any([table.starts_with("path", spelling) for spelling in sorted(spellings)], axis=0)
         if self.kinds:
             bits = sum(1 << KINDS.index(kind) for kind in set(self.kinds))
             # an entry without a kind bitmask (an in-memory index's) may hold any kind
