@@ -190,6 +190,21 @@ def test_an_output_that_is_no_place_for_a_shard_is_refused_before_the_build(tmp_
     assert sorted(path.name for path in tmp_path.iterdir()) == ["c", "out"]  # no cache, no lock left beside it
 
 
+def test_a_shard_inside_its_archive_or_a_cache_that_is_the_shard_is_refused_before_the_build(tmp_path, capsys):
+    """A shard inside the archive was read by the next build as a link of the archive's, skipped
+    and reported, exit 1, on every build after; a cache at the shard's place was refused only
+    after all the work."""
+    source = corpus(tmp_path / "c", ["ballast_v4.ipynb"])
+    assert main(["index", str(source), "--out", str(source / "shard")]) == 2
+    assert capsys.readouterr().err == f"cellar index: {source / 'shard'}: inside the archive {source}: " + (
+        "the shard is written outside what it indexes\n"
+    )
+    out = tmp_path / "shard"
+    assert main(["index", str(source), "--out", str(out), "--cache", str(out)]) == 2
+    assert "--cache is the shard itself" in capsys.readouterr().err
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["c"] and not (source / "shard").exists()
+
+
 def test_a_second_writer_is_refused_with_status_2(tmp_path, model, capsys):
     source = corpus(tmp_path / "c", ["ballast_v4.ipynb"])
     out = tmp_path / "shard"

@@ -142,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
         check_scheduler(args.scheduler)
         if args.workers is not None and args.workers < 1:
             raise ValueError("--workers must be at least 1")
+        check_places(args.corpus, args.out, None if args.no_cache else args.cache)
     except (OSError, ValueError, ModelError) as error:
         print(f"cellar index: {error}", file=sys.stderr)
         return 2
@@ -210,6 +211,16 @@ def _index(args: argparse.Namespace, model: StaticModel, rules: Any, glossary: A
             file=sys.stderr,
         )
     return 1 if built.skipped else 0
+
+
+def check_places(corpus: str, out: str, cache: str | None) -> None:
+    """A ValueError when the shard would be written inside the archive (the next build read its
+    link as a file of the archive, skipped it and exited 1, for ever) or the cache is the shard."""
+    shard = Path(out).resolve()
+    if shard.is_relative_to(Path(corpus).resolve()):
+        raise ValueError(f"{out}: inside the archive {corpus}: the shard is written outside what it indexes")
+    if cache is not None and Path(cache).resolve() == shard:
+        raise ValueError(f"{cache}: --cache is the shard itself: give the cache a folder of its own")
 
 
 def checked_glossary(value: object, name: str) -> dict[str, str]:
