@@ -94,6 +94,31 @@ def test_a_moved_notebook_reuses_its_embeddings(archive, tmp_path, monkeypatch):
     assert shard_files(built.index) == _cold(root)
     paths = [entry["path"] for entry in built.index.notebooks]
     assert new.relative_to(root).as_posix() in paths and old.relative_to(root).as_posix() not in paths
+    again = _build(root, cache)  # the moved part was kept under its new path: it was chunked again on every build
+    assert not again.moved and not again.redone and len(again.reused) == 120
+
+
+def test_copies_of_one_file_each_keep_an_entry_and_are_reused_from_the_next_build(archive, tmp_path):
+    """A template copied into every project: under one key the copies took turns, and every copy
+    but one was chunked again on every build."""
+    root = tmp_path / "archive"
+    shutil.copytree(archive, root)
+    original = sorted(root.glob("*/*/*.ipynb"))[0]
+    copies = [root / "2099" / f"99-00{n} Copy" / original.name for n in (1, 2, 3)]
+    for copy in copies:
+        copy.parent.mkdir(parents=True)
+        shutil.copyfile(original, copy)
+    cache = tmp_path / "cache"
+    first = _build(root, cache)
+    assert len(first.redone) == 123
+    second = _build(root, cache)
+    assert len(second.reused) == 123 and not second.moved and not second.redone
+    original.unlink()  # the first path of those bytes goes: the next copy takes their entry over
+    third = _build(root, cache)
+    assert third.moved == [copies[0].relative_to(root).as_posix()] and len(third.reused) == 121
+    fourth = _build(root, cache)
+    assert len(fourth.reused) == 122 and not fourth.moved
+    assert shard_files(fourth.index) == shard_files(build_index_from_directory(root, MODEL, workers=1).index)
 
 
 def test_another_pipeline_redoes_everything(archive, tmp_path):

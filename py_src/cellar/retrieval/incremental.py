@@ -283,6 +283,14 @@ def digest_key(pipeline: str, digest: str, render: Any = None) -> str:
     return hashlib.sha256(json.dumps([pipeline, digest, render], sort_keys=True).encode()).hexdigest()
 
 
+def copy_key(key: str, path: str) -> str:
+    """The key of a file whose bytes (``key``) an earlier path of the archive holds too (a template
+    copied into every project): each copy keeps an entry of its own, for chunk ids and rule
+    metadata depend on the path (under one key the copies took turns, and every copy but one was
+    chunked again on every build)."""
+    return hashlib.sha256(f"{key}\x00{path}".encode()).hexdigest()
+
+
 # -- the work -------------------------------------------------------------------------------------
 
 _MODELS: dict[str, StaticModel] = {}
@@ -537,6 +545,12 @@ class Cache:
         except (OSError, ValueError, KeyError, TypeError):
             return None  # absent or damaged: the work is redone
         return part
+
+    def find(self, key: str, shared: str) -> Part | None:
+        """The part under ``key``; for a copy's own key (``copy_key``) not written yet, the part
+        of its bytes under ``shared``, another path's (reused as a move's)."""
+        part = self.get(key)
+        return self.get(shared) if part is None and shared != key else part
 
     def put(self, part: Part) -> None:
         file = self._file(part.key)

@@ -19,7 +19,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fnmatch import fnmatch
 from pathlib import PurePath
 from typing import Any, cast
@@ -239,7 +239,7 @@ def build_index_from_directory(
     from cellar.ingest import scheduler as schedulers
     from cellar.ingest.discovery import MAX_FILE_BYTES, find_documents, read_document, relative_path
     from cellar.retrieval.embedding import load_model
-    from cellar.retrieval.incremental import Cache, Part, Task, pipeline_version, prepare, prepare_batch
+    from cellar.retrieval.incremental import Cache, Part, Task, copy_key, pipeline_version, prepare, prepare_batch
     from cellar.retrieval.stamps import Stamps
 
     if not os.path.isdir(corpus_dir):
@@ -265,6 +265,13 @@ def build_index_from_directory(
     todo: list[tuple[int, Task]] = []
     moves: list[tuple[int, Task, Part]] = []
     reused: list[str] = []
+    claimed: dict[str, str] = {}  # a key -> the first path of this build whose bytes it keys
+
+    def own(task: Task) -> Task:
+        """``task``, or for a copy of an earlier path's bytes, the task under its own key."""
+        first = claimed.setdefault(task.key, task.path)
+        return task if first == task.path else replace(task, key=copy_key(task.key, task.path))
+
     for number, file_path in enumerate(files):
         checked = time.time_ns()  # before the file is stat'ed and read (cellar.retrieval.stamps)
         try:
@@ -273,8 +280,9 @@ def build_index_from_directory(
             known = _known_digest(stamps, path, info, MAX_FILE_BYTES)
             if known is not None:  # unchanged since the last build: its part, if cached, needs no read
                 assert store is not None
-                task = _task(path, b"", known, pipeline, report_entries, rerendered)
-                cached = store.get(task.key)
+                shared = _task(path, b"", known, pipeline, report_entries, rerendered)
+                task = own(shared)
+                cached = store.find(task.key, shared.key)
                 if cached is not None and cached.path == path:
                     parts[number] = _shared_terms(cached)
                     reused.append(path)
@@ -286,8 +294,9 @@ def build_index_from_directory(
         digest = hashlib.sha256(data).hexdigest()
         if stamps is not None and info is not None:
             stamps.note(path, info, digest, checked)
-        task = _task(path, data, digest, pipeline, report_entries, rerendered)
-        cached = store.get(task.key) if store is not None else None
+        shared = _task(path, data, digest, pipeline, report_entries, rerendered)
+        task = own(shared)
+        cached = store.find(task.key, shared.key) if store is not None else None
         if cached is not None and cached.path == path:
             parts[number] = _shared_terms(cached)
             reused.append(path)
@@ -301,6 +310,8 @@ def build_index_from_directory(
     analyzer = Analyzer(settings)
     for number, task, cached in moves:
         parts[number] = prepare(task, rules, analyzer, model, reuse=cached)
+        if store is not None:  # under its own path now: reused from the next build on, not moved again
+            store.put(parts[number])
     done += len(moves)
     report(done, len(files), "notebooks")
     numbers = {task.path: number for number, task in todo}
