@@ -172,6 +172,12 @@ def test_a_version_given_as_the_shard_is_refused(tmp_path, model):
     with pytest.raises(ShardError, match=f"^{out.resolve()}: a version of the shard {out}, not a shard"):
         write_shard(built.index, out.resolve(), model)
     assert paths(out, model) == ["ballast_v4.ipynb"]
+    mine = tmp_path / "mine"  # a link of the user's own, to a folder of theirs, is not re-pointed
+    mine.mkdir()
+    (tmp_path / "link").symlink_to(mine)
+    with pytest.raises(ShardError, match=f"^{tmp_path / 'link'}: a symbolic link to {mine}, not to a version"):
+        write_shard(built.index, tmp_path / "link", model)
+    assert (tmp_path / "link").resolve() == mine
 
 
 @pytest.mark.parametrize("place", ["a file", "a folder of something else"])

@@ -217,7 +217,9 @@ def _current_version(directory: Path, versions: Path) -> Path | None:
     link, nor a shard folder, nor an empty folder is refused rather than replaced."""
     if directory.is_symlink():
         target = Path(os.path.normpath(directory.parent / os.readlink(directory)))
-        return target if target.parent == versions else None
+        if target.parent != versions:  # the user's own link (to a folder of theirs): never re-pointed
+            raise ShardError(f"{directory}: a symbolic link to {target}, not to a version of this shard: not replaced")
+        return target
     if directory.is_dir():
         if not any(directory.iterdir()) or _older_shard(directory / MANIFEST):
             return None
