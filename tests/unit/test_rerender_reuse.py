@@ -75,6 +75,64 @@ def test_unchanged_notebooks_keep_their_result_and_a_changed_input_runs_again(se
     assert len(runs) == 2
 
 
+def test_a_notebook_with_no_fresh_copy_this_run_loses_the_one_an_earlier_run_wrote(setting):
+    """A notebook that turned unreadable kept its earlier `clean` fresh copy, which the site
+    published as its fresh outputs while the report said stale."""
+    archive, site, out, _, _ = setting
+    assert rerender(archive, site, out) == 0
+    assert (out / "c.ipynb").is_file()
+    (archive / "c.ipynb").write_text("{ not a notebook")
+    assert rerender(archive, site, out) == 0
+    entry = {e["path"]: e for e in json.loads((out / "report.json").read_text())["notebooks"]}["c.ipynb"]
+    assert entry["status"] == "stale" and not (out / "c.ipynb").exists()
+
+
+@pytest.mark.parametrize("where", ["a folder of the user's", "inside the archive", "holding the archive", "a file"])
+def test_an_output_folder_that_is_no_place_for_fresh_notebooks_is_refused_untouched(setting, capsys, where):
+    """Into a folder of the user's, its own report.json was overwritten; inside the archive, the
+    fresh copies became notebooks of the archive; holding it, nothing ran."""
+    archive, site, out, _, runs = setting
+    out = {
+        "a folder of the user's": out,
+        "inside the archive": archive / "2017" / "fresh",
+        "holding the archive": archive.parent,
+        "a file": out,
+    }[where]
+    if where == "a folder of the user's":
+        out.mkdir()
+        (out / "report.json").write_text('{"user": "config"}')
+    elif where == "a file":
+        out.write_text("precious")
+    before = sorted((path, path.read_bytes()) for path in archive.parent.rglob("*") if path.is_file())
+    assert rerender(archive, site, out) == 2
+    message = capsys.readouterr().err
+    assert message.startswith(f"cellar rerender: {out}: ") and runs == []
+    assert sorted((path, path.read_bytes()) for path in archive.parent.rglob("*") if path.is_file()) == before
+
+
+def test_nothing_is_written_through_a_link_in_the_output_folder(setting, tmp_path):
+    """A link at `report.json` had the report written into the file it led to, and a linked
+    folder had the fresh notebooks written out of the output folder."""
+    archive, site, out, _, _ = setting
+    assert rerender(archive, site, out) == 0
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    old_report = '{"archive": "a copy the user keeps", "notebooks": []}'
+    (victim / "precious.txt").write_text(old_report)
+    (out / "report.json").unlink()
+    (out / "report.json").symlink_to(victim / "precious.txt")
+    for fresh in (out / "2017").rglob("*"):
+        fresh.unlink() if fresh.is_file() else None
+    (out / "2017" / "17-042 Ballast").rmdir()
+    (out / "2017").rmdir()
+    (out / "2017").symlink_to(victim)
+    assert rerender(archive, site, out, "--no-cache") == 0
+    assert sorted(path.name for path in victim.iterdir()) == ["precious.txt"]
+    assert (victim / "precious.txt").read_text() == old_report
+    assert not (out / "report.json").is_symlink() and not (out / "2017").is_symlink()
+    assert (out / "2017" / "17-042 Ballast" / "a.ipynb").is_file()
+
+
 def test_inputs_named_by_code_or_under_the_folder():
     pathmap = {
         "files": {

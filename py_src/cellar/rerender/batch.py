@@ -22,6 +22,12 @@ Workers are this process's threads (one Node process each), or, with `scheduler=
 `"tcp://HOST:PORT"`, Dask tasks (`rerun_task`, one per notebook) on worker processes that each keep
 one warm worker across their tasks; reading, reuse and the report stay here either way.
 
+The output folder is cellar's: a new or empty one, or one a run wrote (its `report.json` is a
+re-render's; a run marks a new folder so before its first fresh notebook). A folder of anything
+else, the archive, a folder inside it or holding it is refused (`check_out`); nothing is written
+through a link in it (`write_inside`), and a notebook that has no fresh copy this run (stale,
+unreadable) loses the one an earlier run wrote.
+
 Optional `rerender.json` at the archive root: `{"cell_timeout": s, "notebook_timeout": s,
 "memory_mb": MB, "clock": "2024-01-01T00:00:00Z", "sanitizers": [["regex", "replacement"], ...]}`
 (`cellar.rerender.report.Settings`).
@@ -35,12 +41,13 @@ import os
 import queue
 import shutil
 import sys
+import tempfile
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, cast
 
 from cellar.ingest.discovery import FileRefused, find_documents, printable, read_document
@@ -404,8 +411,7 @@ def rerender(
 
     archive, out = Path(archive), Path(out)
     check_scheduler(scheduler)
-    if archive.resolve() == out.resolve():
-        raise ValueError(f"{out}: the output must not be the archive itself")
+    check_out(archive, out)
     started = time.monotonic()
     config = archive_text(archive, CONFIG_FILE)
     mapping = archive_text(archive, vfs.PATHMAP_FILE)
@@ -464,10 +470,14 @@ def rerender(
     failures: list[BaseException] = []
     deaths: list[int] = []
 
+    written: set[str] = set()
+
     def write_fresh(relative: str, fresh: bytes) -> None:
-        target = out / relative
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(fresh)
+        with lock:
+            if not written and not (out / REPORT_FILE).is_file():  # a re-render's folder from now on, killed or not
+                write_inside(out, REPORT_FILE, json.dumps({"archive": str(archive), "notebooks": []}).encode())
+            written.add(relative)
+        write_inside(out, relative, fresh)
 
     def work() -> None:
         worker: Worker | None = None
@@ -573,11 +583,65 @@ def rerender(
     report["worker_deaths"] = sum(deaths)  # notebooks whose worker died: stale, reason WORKER_DIED
     report["keys"] = dict(sorted(keys.items()))
     removed = sorted(set(old_entries) - set(entries))
-    for relative in removed:  # the fresh notebooks of notebooks gone from the archive
+    # the fresh notebooks of notebooks gone from the archive, and of those with none this run (an
+    # earlier run's `clean` copy of a notebook now stale was published as its fresh outputs)
+    unwritten = [relative for relative in entries if relative not in written and relative not in reused]
+    for relative in [*removed, *unwritten]:
         gone = out / relative
         if gone.resolve().is_relative_to(out.resolve()) and gone.is_file():
             gone.unlink()
     report["reuse"] = {"reused": len(reused), "redone": len(entries) - len(reused), "removed": removed}
-    out.mkdir(parents=True, exist_ok=True)
-    (out / REPORT_FILE).write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_inside(out, REPORT_FILE, (json.dumps(report, indent=1, ensure_ascii=False) + "\n").encode("utf-8"))
     return report
+
+
+def check_out(archive: Path, out: Path) -> None:
+    """A ValueError when ``out`` is no place for the fresh notebooks of ``archive``: the archive,
+    a folder inside it (the fresh copies became notebooks of the archive) or holding it (nothing
+    was run), no folder, or a folder of something else (its own `report.json` was overwritten)."""
+    here, there = archive.resolve(), out.resolve()
+    if there == here:
+        raise ValueError(f"{out}: the output must not be the archive itself")
+    if there.is_relative_to(here):
+        raise ValueError(f"{out}: inside the archive {archive}: the fresh notebooks would be read as the archive's")
+    if here.is_relative_to(there):
+        raise ValueError(f"{out}: holds the archive {archive}: give the fresh notebooks a folder of their own")
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"{out}: not a folder")
+    if out.is_dir() and any(out.iterdir()) and not _a_rerender(out / REPORT_FILE):
+        raise ValueError(
+            f"{out}: a folder that holds no re-render (no {REPORT_FILE} of cellar's): not written into; "
+            "give a new or empty folder"
+        )
+
+
+def _a_rerender(report: Path) -> bool:
+    """Whether ``report`` is a re-render's report (one a run wrote, or began)."""
+    try:
+        data = json.loads(report.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and "archive" in data and isinstance(data.get("notebooks"), list)
+
+
+def write_inside(out: Path, relative: str, data: bytes) -> None:
+    """Write ``data`` whole at ``out/relative``: aside, then renamed over whatever has that name (a
+    link included, never written through), in folders made inside ``out``. A link among those
+    folders, which a run never makes, is removed first: one had a fresh notebook written out of
+    ``out``, into the folder it led to."""
+    folder = out
+    folder.mkdir(parents=True, exist_ok=True)
+    for part in PurePosixPath(relative).parent.parts:
+        folder = folder / part
+        if folder.is_symlink():
+            folder.unlink()
+        folder.mkdir(exist_ok=True)
+    descriptor, partial = tempfile.mkstemp(dir=folder, prefix=".fresh-", suffix=".tmp")  # O_EXCL: never a link
+    try:
+        with open(descriptor, "wb") as handle:
+            os.fchmod(handle.fileno(), 0o644)
+            handle.write(data)
+        os.replace(partial, folder / PurePosixPath(relative).name)
+    except BaseException:
+        Path(partial).unlink(missing_ok=True)
+        raise
