@@ -728,6 +728,8 @@ def sync_file(source: Path | Source, target: Path) -> bool:
     compared and copied is read from one descriptor, never from the path again (which a link may
     have replaced by then). Refused: a source that cannot be read safely (`open_below`)."""
     with open(open_source(source), "rb") as handle:
+        if target.is_symlink():  # never written through: a link there had the file it led to overwritten
+            target.unlink()
         if target.is_file() and target.stat().st_size == os.fstat(handle.fileno()).st_size:
             if sha256_file(target) == sha256_handle(handle):
                 return False
@@ -744,6 +746,7 @@ def publish(plan: dict[str, Path | Source], site: Path) -> int:
     that a copy from an earlier build goes with the other stale files."""
     written = 0
     for relative, source in list(plan.items()):
+        unlink_folders(site, relative)
         try:
             written += sync_file(source, site / relative)
         except Refused as error:  # only a Source is refused
@@ -752,7 +755,19 @@ def publish(plan: dict[str, Path | Source], site: Path) -> int:
     return written
 
 
+def unlink_folders(site: Path, relative: str) -> None:
+    """Remove the links among the folders of `site/relative`: the build makes none, and one had
+    the site's files written into the folder it led to, outside the site."""
+    folder = site
+    for part in Path(relative).parent.parts:
+        folder = folder / part
+        if folder.is_symlink():
+            folder.unlink()
+
+
 def write_if_changed(target: Path, content: str) -> bool:
+    if target.is_symlink():  # never written through (sync_file)
+        target.unlink()
     if target.exists() and target.read_text() == content:
         return False
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -774,8 +789,10 @@ def step_site(corpus: Path = DEMO_ARCHIVE, gold: Path | None = None, rerender: b
     else; stale files are removed. Another `out` leaves site/ and the demo's build/ alone."""
     started = time.perf_counter()
     out = out.resolve()
-    if out.is_dir() and any(out.iterdir()) and not (out / "build.json").is_file():
-        raise BuildError(f"{out}: a folder that holds no site (build.json missing): not replaced")
+    if out.exists() and not out.is_dir():
+        raise BuildError(f"{out}: not a folder: not replaced")
+    if out.is_dir() and any(out.iterdir()) and not a_site(out / "build.json"):
+        raise BuildError(f"{out}: a folder that holds no site (no build.json of cellar's): not replaced")
     SITE = out  # noqa: N806 (the site being built, site/ unless --out says otherwise)
     work = work_folder(out)
     work.mkdir(parents=True, exist_ok=True)
@@ -823,6 +840,20 @@ def step_site(corpus: Path = DEMO_ARCHIVE, gold: Path | None = None, rerender: b
             path.rmdir()
     log(f"site: {SITE} ready ({len(keep)} files, {written} changed) in {time.perf_counter() - started:.1f} s")
     return SITE
+
+
+# The keys of the build.json every site has: a folder's own build.json without them (a web app's)
+# is someone else's, and the folder is never built into (the build removes what it did not publish).
+SITE_KEYS = ("cellar_version", "pyodide_version", "wheels", "shard")
+
+
+def a_site(manifest: Path) -> bool:
+    """Whether `manifest` is the build.json of a site this build wrote."""
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and all(key in data for key in SITE_KEYS)
 
 
 def wheel_version(wheel: Path) -> str:
@@ -914,8 +945,14 @@ def add_archive_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=SITE, help=OUT_HELP)
 
 
-def nested(corpus: Path, out: Path) -> str | None:
-    """What is wrong when the site folder and the archive lie one inside the other, else None."""
+def nested(corpus: Path, out: Path, gold: Path | None = None) -> str | None:
+    """What is wrong when the site folder and the archive (or the gold set) lie one inside the
+    other, else None."""
+    if gold is not None and gold.resolve().is_relative_to(out.resolve()):
+        return (
+            f"--gold {gold.resolve()} is inside --out {out.resolve()}: the build removes from its site folder "
+            "every file it did not publish, the gold set among them; keep it outside the site"
+        )
     corpus, out = corpus.resolve(), out.resolve()
     if out.is_relative_to(corpus):
         return (
@@ -947,7 +984,7 @@ def main(argv: list[str] | None = None) -> int:
     test = commands.add_parser("test", help="build the site and run the whole test suite")
     test.add_argument("pytest_args", nargs=argparse.REMAINDER, help="passed on to pytest")
     args = parser.parse_args(argv)
-    if args.command in ("site", "serve") and (problem := nested(args.corpus, args.out)):
+    if args.command in ("site", "serve") and (problem := nested(args.corpus, args.out, args.gold)):
         parser.error(problem)  # exit status 2, as for any other misuse of the options
     try:
         if args.command == "serve":

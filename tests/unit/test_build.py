@@ -124,3 +124,37 @@ def test_another_out_folder_keeps_its_own_build_state_and_a_foreign_folder_is_re
     with pytest.raises(build.BuildError, match="holds no site"):
         build.step_site(ROOT / "demo" / "archive", out=foreign)
     assert (foreign / "keep.txt").read_text() == "mine"
+    # a web app's own build.json made a folder a site's, and the build removed every file of it
+    # that it did not publish
+    (foreign / "build.json").write_text('{"app": "my web app", "version": 3}')
+    with pytest.raises(build.BuildError, match="holds no site \\(no build.json of cellar's\\)"):
+        build.step_site(ROOT / "demo" / "archive", out=foreign)
+    assert sorted(path.name for path in foreign.iterdir()) == ["build.json", "keep.txt"]
+    (tmp_path / "file").write_text("mine")
+    with pytest.raises(build.BuildError, match="file: not a folder"):
+        build.step_site(ROOT / "demo" / "archive", out=tmp_path / "file")
+
+
+def test_a_gold_set_inside_the_site_folder_is_refused():
+    """The build removes from its site folder every file it did not publish: a gold set kept
+    there was calibrated on, then removed."""
+    assert "the gold set among them" in build.nested(ROOT / "demo" / "archive", ROOT / "x", ROOT / "x" / "gold.jsonl")
+    assert build.nested(ROOT / "demo" / "archive", ROOT / "x", ROOT / "demo" / "gold.jsonl") is None
+
+
+def test_the_site_is_never_written_through_a_link_in_it(tmp_path):
+    """A link where the site keeps a file, or among its folders, had the build write into the
+    file or the folder it led to, outside the site."""
+    site, victim = tmp_path / "site", tmp_path / "victim"
+    (site / "shard").mkdir(parents=True)
+    victim.mkdir()
+    (victim / "precious.txt").write_text("precious")
+    (site / "build.json").symlink_to(victim / "precious.txt")
+    (site / "archive").symlink_to(victim)
+    source = tmp_path / "source.txt"
+    source.write_text("published")
+    assert build.publish({"archive/precious.txt": source}, site) == 1
+    assert build.write_if_changed(site / "build.json", "{}")
+    assert (victim / "precious.txt").read_text() == "precious" and sorted(victim.iterdir()) == [victim / "precious.txt"]
+    assert (site / "archive" / "precious.txt").read_text() == "published" and not (site / "archive").is_symlink()
+    assert (site / "build.json").read_text() == "{}" and not (site / "build.json").is_symlink()
