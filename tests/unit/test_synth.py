@@ -105,6 +105,27 @@ def test_check_reads_nothing_outside_the_archive_its_manifest_names(tmp_path):
         assert f"{path}: outside the archive: not read" in problems
 
 
+def test_mutate_touches_nothing_outside_the_archive(tmp_path):
+    """A hand-edited manifest naming `../victims/precious.ipynb` had it, and its folder, deleted;
+    a link placed at a fixed temporary name (`.synth.json.tmp`) had its target overwritten."""
+    root = tmp_path / "a"
+    generate_archive(root, 20, seed=1)
+    victims = tmp_path / "victims"
+    victims.mkdir()
+    (victims / "precious.ipynb").write_text("precious")
+    (root / ".synth.json.tmp").symlink_to(victims / "precious.ipynb")
+    assert mutate_archive(root, 0.5).deleted  # the temporary names are fresh: the link is left alone
+    assert (victims / "precious.ipynb").read_text() == "precious"
+    manifest = json.loads((root / synth.MANIFEST).read_text())
+    entry = manifest["notebooks"].pop(sorted(manifest["notebooks"])[0])
+    manifest["notebooks"]["../victims/precious.ipynb"] = entry
+    (root / synth.MANIFEST).write_text(json.dumps(manifest))
+    before = _files(root)
+    with pytest.raises(ValueError, match="manifest names ../victims/precious.ipynb, outside the archive: nothing"):
+        mutate_archive(root, 1.0)
+    assert _files(root) == before and (victims / "precious.ipynb").read_text() == "precious"
+
+
 def test_cli_names_a_manifest_or_an_out_folder_it_cannot_use(tmp_path, capsys):
     deep = tmp_path / "deep"
     deep.mkdir()

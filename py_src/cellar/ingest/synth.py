@@ -25,6 +25,7 @@ import json
 import os
 import random
 import re
+import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -302,10 +303,20 @@ def _vary_output(output: Mapping[str, Any], rng: random.Random, rename: Callable
 
 
 def _write(path: Path, data: bytes) -> None:
+    """``data`` at ``path``, whole: written aside under a fresh name (a link placed at a fixed
+    temporary name had its target overwritten), then renamed over whatever is there."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_bytes(data)
+    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with open(descriptor, "wb") as handle:
+        os.fchmod(handle.fileno(), 0o644)
+        handle.write(data)
     os.replace(temporary, path)
+
+
+def _inside(root: Path, path: str) -> bool:
+    """Whether the manifest's ``path`` names a file of the archive ``root`` (a hand-edited manifest
+    may name any path)."""
+    return Path(os.path.realpath(root / path)).is_relative_to(os.path.realpath(root))
 
 
 def _blob_path(out: Path, hexdigest: str) -> Path:
@@ -429,6 +440,9 @@ def mutate_archive(out: str | os.PathLike[str], fraction: float) -> Mutation:
     synth = load_templates(manifest["template_dir"])
     if synth.sources != manifest["templates"]:
         raise ValueError(f"{out}: its templates have changed since it was generated")
+    outside = [path for path in sorted(manifest["notebooks"]) if not _inside(root, path)]
+    if outside:  # a deletion there removed a file, and its folder, out of the archive
+        raise ValueError(f"{out}: its manifest names {outside[0]}, outside the archive: nothing changed")
     generation = manifest["generation"] + 1
     rng = _rng(manifest["seed"], "mutate", generation)
     paths = sorted(manifest["notebooks"])
@@ -464,10 +478,8 @@ def check_archive(out: str | os.PathLike[str]) -> list[str]:
     expected = {path: entry["sha256"] for path, entry in manifest["notebooks"].items()}
     expected.update(manifest["files"])
     problems = []
-    inside = os.path.realpath(root)
     for path, digest in sorted(expected.items()):
-        # a hand-edited manifest may name any path: only the archive's own files are read
-        if not Path(os.path.realpath(root / path)).is_relative_to(inside):
+        if not _inside(root, path):  # only the archive's own files are read
             problems.append(f"{path}: outside the archive: not read")
             continue
         try:
