@@ -133,6 +133,28 @@ def test_nothing_is_written_through_a_link_in_the_output_folder(setting, tmp_pat
     assert (out / "2017" / "17-042 Ballast" / "a.ipynb").is_file()
 
 
+def test_what_a_killed_run_left_is_never_taken_for_the_report_s(setting):
+    """A run killed after writing a fresh copy, its notebook then changed back: the next run took
+    the other run's copy for the one its report recorded, and the index published it under the
+    archive file's revision. A fresh copy for a notebook withdrawn since stayed, and was published."""
+    archive, site, out, _, runs = setting
+    assert rerender(archive, site, out) == 0
+    runs.clear()
+    (out / "c.ipynb").write_text(notebook("z = 'what a killed run of an edited notebook wrote'"))
+    (out / "2025").mkdir()
+    (out / "2025" / "withdrawn.ipynb").write_text(notebook("w = 1"))
+    assert rerender(archive, site, out) == 0
+    assert runs == ["/"]  # c ran again; a and b kept their results
+    assert "killed run" not in (out / "c.ipynb").read_text()
+    assert not (out / "2025" / "withdrawn.ipynb").exists()
+    report = json.loads((out / "report.json").read_text())
+    assert (
+        sorted(report["fresh"])
+        == sorted(report["keys"])
+        == ["2017/17-042 Ballast/a.ipynb", "2017/17-042 Ballast/b.ipynb", "c.ipynb"]
+    )
+
+
 def test_inputs_named_by_code_or_under_the_folder():
     pathmap = {
         "files": {

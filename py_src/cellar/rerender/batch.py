@@ -36,6 +36,7 @@ Optional `rerender.json` at the archive root: `{"cell_timeout": s, "notebook_tim
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
 import queue
@@ -447,7 +448,7 @@ def rerender(
         isolate,
     )
     remote: list[tuple[str, bytes]] = []  # what a Dask cluster runs
-    old_entries, old_keys = reuse.previous_run(out, REPORT_FILE) if reuse_previous else ({}, {})
+    old_entries, old_keys, old_fresh = reuse.previous_run(out, REPORT_FILE) if reuse_previous else ({}, {}, {})
     keys: dict[str, str] = {}
     reused: list[str] = []
 
@@ -470,13 +471,13 @@ def rerender(
     failures: list[BaseException] = []
     deaths: list[int] = []
 
-    written: set[str] = set()
+    fresh_sums: dict[str, str] = {}  # the SHA-256 of each fresh notebook of this run, written or kept
 
     def write_fresh(relative: str, fresh: bytes) -> None:
         with lock:
-            if not written and not (out / REPORT_FILE).is_file():  # a re-render's folder from now on, killed or not
+            if not fresh_sums and not (out / REPORT_FILE).is_file():  # a re-render's folder from now on
                 write_inside(out, REPORT_FILE, json.dumps({"archive": str(archive), "notebooks": []}).encode())
-            written.add(relative)
+            fresh_sums[relative] = hashlib.sha256(fresh).hexdigest()
         write_inside(out, relative, fresh)
 
     def work() -> None:
@@ -512,9 +513,15 @@ def rerender(
                 old = old_entries.get(relative)
                 with lock:
                     keys[relative] = key
-                    keep = old is not None and old_keys.get(relative) == key and (out / relative).is_file()
+                keep = (
+                    old is not None
+                    and old_keys.get(relative) == key
+                    and reuse.fresh_as_written(out / relative, old_fresh.get(relative))
+                )
+                with lock:
                     if keep:
                         reused.append(relative)
+                        fresh_sums[relative] = old_fresh[relative]
                 if keep:
                     assert old is not None
                     record(old)
@@ -582,14 +589,17 @@ def rerender(
     )
     report["worker_deaths"] = sum(deaths)  # notebooks whose worker died: stale, reason WORKER_DIED
     report["keys"] = dict(sorted(keys.items()))
+    report["fresh"] = dict(sorted(fresh_sums.items()))
     removed = sorted(set(old_entries) - set(entries))
-    # the fresh notebooks of notebooks gone from the archive, and of those with none this run (an
-    # earlier run's `clean` copy of a notebook now stale was published as its fresh outputs)
-    unwritten = [relative for relative in entries if relative not in written and relative not in reused]
-    for relative in [*removed, *unwritten]:
-        gone = out / relative
-        if gone.resolve().is_relative_to(out.resolve()) and gone.is_file():
-            gone.unlink()
+    # Every notebook file in `out` that is no fresh notebook of this run goes: those of notebooks
+    # gone from the archive, of notebooks with none this run (an earlier `clean` copy of one now
+    # unreadable was published as its fresh outputs), and what a killed run wrote for a notebook
+    # withdrawn since, which no report lists.
+    for parent, _, names in os.walk(out):
+        for name in names:
+            left = Path(parent) / name
+            if name.endswith(".ipynb") and left.relative_to(out).as_posix() not in fresh_sums:
+                left.unlink()
     report["reuse"] = {"reused": len(reused), "redone": len(entries) - len(reused), "removed": removed}
     write_inside(out, REPORT_FILE, (json.dumps(report, indent=1, ensure_ascii=False) + "\n").encode("utf-8"))
     return report

@@ -77,13 +77,24 @@ def notebook_key(environment: str, path: str, data: bytes, inputs: Mapping[str, 
     return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()
 
 
-def previous_run(out: Path, report_file: str) -> tuple[dict[str, Any], dict[str, str]]:
-    """The entries (by path) and keys of the report a previous run left in ``out``; empty when
-    there is none or it is unreadable (then everything runs)."""
+def previous_run(out: Path, report_file: str) -> tuple[dict[str, Any], dict[str, str], dict[str, str]]:
+    """The entries (by path), keys and fresh notebooks' SHA-256s of the report a previous run left
+    in ``out``; empty when there is none or it is unreadable (then everything runs)."""
     try:
         report = json.loads((out / report_file).read_text(encoding="utf-8"))
         entries = {entry["path"]: entry for entry in report["notebooks"]}
         keys = dict(report.get("keys") or {})
-    except (OSError, ValueError, KeyError, TypeError):
-        return {}, {}
-    return entries, keys
+        fresh = dict(report.get("fresh") or {})
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}, {}, {}
+    return entries, keys, fresh
+
+
+def fresh_as_written(path: Path, sha256: str | None) -> bool:
+    """Whether the fresh notebook at ``path`` is the one a report recorded (``sha256``): a run
+    killed after writing it, its notebook then changed back, left another run's copy there, which
+    the next run reused as the report's and the index published under the archive file's revision."""
+    try:
+        return sha256 is not None and hashlib.sha256(path.read_bytes()).hexdigest() == sha256
+    except OSError:
+        return False
