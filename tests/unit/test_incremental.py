@@ -171,6 +171,10 @@ def test_a_build_leaves_the_temporary_entries_of_one_writing_beside_it(tmp_path)
         file.write_bytes(b"part")
     hours_ago = time.time() - 2 * incremental.STALE_TEMPORARY_SECONDS
     os.utime(left, (hours_ago, hours_ago))
+    stamps_left, stamps_writing = tmp_path / ".stamps.json.4141.tmp", tmp_path / ".stamps.json.4242.tmp"
+    for file in (stamps_left, stamps_writing):
+        file.write_text("{}")
+    os.utime(stamps_left, (hours_ago, hours_ago))
     elsewhere = tmp_path.parent / f"{tmp_path.name}-elsewhere"  # a link is never followed to remove
     elsewhere.mkdir()
     (elsewhere / f"{KEY}.bin").write_bytes(b"not the cache's")
@@ -178,6 +182,7 @@ def test_a_build_leaves_the_temporary_entries_of_one_writing_beside_it(tmp_path)
     assert cache.finish({"a.ipynb": used}) == 1
     assert sorted(file.name for file in folder.iterdir()) == sorted([files[0].name, files[2].name])
     assert (elsewhere / f"{KEY}.bin").read_bytes() == b"not the cache's"
+    assert not stamps_left.exists() and stamps_writing.exists()  # a dead build's temporary goes at the top too
 
 
 def test_a_cache_is_a_tagged_folder_and_a_folder_of_anything_else_is_refused_untouched(tmp_path):

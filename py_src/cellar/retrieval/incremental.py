@@ -603,6 +603,9 @@ class Cache:
         keep = set(paths.values())
         removed = 0
         for folder in self.directory.iterdir():
+            if folder.name.startswith(".") and _CACHE_FILE.fullmatch(folder.name) and _stale(folder):
+                folder.unlink()  # the temporary of stamps.json, last-build.json or the state a killed build left
+                continue
             if not folder.is_dir() or folder.is_symlink() or not _ENTRY_FOLDER.fullmatch(folder.name):
                 continue  # a link is never followed to remove what it leads to
             for entry in folder.iterdir():
