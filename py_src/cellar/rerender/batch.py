@@ -83,6 +83,7 @@ HOST_MARGIN = 30.0  # seconds past the notebook's limit before the host gives up
 WORKER_DIED = "the Pyodide worker died"  # how a notebook's stale reason starts when its worker died
 FORGED = "the worker's reply cannot be trusted"  # ... when its reply was not the sandbox's result
 TOO_LONG = "the notebook's outputs are too large to read back"  # ... when its reply passed MAX_REPLY
+TEMPORARY = (".fresh-", ".tmp")  # a file being written in the output folder (write_inside): prefix, suffix
 
 
 class RerenderStopped(RuntimeError):
@@ -413,7 +414,7 @@ def rerender(
     archive, out = Path(archive), Path(out)
     check_scheduler(scheduler)
     check_out(archive, out)
-    started = time.monotonic()
+    started, begun = time.monotonic(), time.time()
     config = archive_text(archive, CONFIG_FILE)
     mapping = archive_text(archive, vfs.PATHMAP_FILE)
     listed = archive_text(archive, REQUIREMENTS_FILE)
@@ -600,6 +601,8 @@ def rerender(
             left = Path(parent) / name
             if name.endswith(".ipynb") and left.relative_to(out).as_posix() not in fresh_sums:
                 left.unlink()
+            elif name.startswith(TEMPORARY[0]) and name.endswith(TEMPORARY[1]) and left.stat().st_mtime < begun:
+                left.unlink()  # what a killed run was writing (write_inside)
     report["reuse"] = {"reused": len(reused), "redone": len(entries) - len(reused), "removed": removed}
     write_inside(out, REPORT_FILE, (json.dumps(report, indent=1, ensure_ascii=False) + "\n").encode("utf-8"))
     return report
@@ -646,7 +649,7 @@ def write_inside(out: Path, relative: str, data: bytes) -> None:
         if folder.is_symlink():
             folder.unlink()
         folder.mkdir(exist_ok=True)
-    descriptor, partial = tempfile.mkstemp(dir=folder, prefix=".fresh-", suffix=".tmp")  # O_EXCL: never a link
+    descriptor, partial = tempfile.mkstemp(dir=folder, prefix=TEMPORARY[0], suffix=TEMPORARY[1])  # O_EXCL: no link
     try:
         with open(descriptor, "wb") as handle:
             os.fchmod(handle.fileno(), 0o644)
