@@ -25,8 +25,9 @@ one warm worker across their tasks; reading, reuse and the report stay here eith
 The output folder is cellar's: a new or empty one, or one a run wrote (its `report.json` is a
 re-render's; a run marks a new folder so before its first fresh notebook). A folder of anything
 else, the archive, a folder inside it or holding it is refused (`check_out`); nothing is written
-through a link in it (`write_inside`), and a notebook that has no fresh copy this run (stale,
-unreadable) loses the one an earlier run wrote.
+through a link in it (`write_inside`). The report records each fresh notebook's SHA-256 (`fresh`):
+a result is reused only while its file is still the one written with it, and every notebook file
+in the folder that is no fresh notebook of this run is removed (what a killed run left included).
 
 Optional `rerender.json` at the archive root: `{"cell_timeout": s, "notebook_timeout": s,
 "memory_mb": MB, "clock": "2024-01-01T00:00:00Z", "sanitizers": [["regex", "replacement"], ...]}`
@@ -601,7 +602,7 @@ def rerender(
             left = Path(parent) / name
             if name.endswith(".ipynb") and left.relative_to(out).as_posix() not in fresh_sums:
                 left.unlink()
-            elif name.startswith(TEMPORARY[0]) and name.endswith(TEMPORARY[1]) and left.stat().st_mtime < begun:
+            elif name.startswith(TEMPORARY[0]) and name.endswith(TEMPORARY[1]) and left.lstat().st_mtime < begun:
                 left.unlink()  # what a killed run was writing (write_inside)
     report["reuse"] = {"reused": len(reused), "redone": len(entries) - len(reused), "removed": removed}
     write_inside(out, REPORT_FILE, (json.dumps(report, indent=1, ensure_ascii=False) + "\n").encode("utf-8"))
