@@ -144,12 +144,12 @@ def test_what_a_killed_run_left_is_never_taken_for_the_report_s(setting):
     (out / "c.ipynb").write_text(notebook("z = 'what a killed run of an edited notebook wrote'"))
     (out / "2025").mkdir()
     (out / "2025" / "withdrawn.ipynb").write_text(notebook("w = 1"))
-    (out / ".fresh-x1y2.tmp").write_text("half a report")  # what a killed run was writing
-    os.utime(out / ".fresh-x1y2.tmp", (1, 1))
+    (out / ".tmp-x1y2").write_text("half a report")  # what a killed run was writing
+    os.utime(out / ".tmp-x1y2", (1, 1))
     assert rerender(archive, site, out) == 0
     assert runs == ["/"]  # c ran again; a and b kept their results
     assert "killed run" not in (out / "c.ipynb").read_text()
-    assert not (out / "2025" / "withdrawn.ipynb").exists() and not (out / ".fresh-x1y2.tmp").exists()
+    assert not (out / "2025" / "withdrawn.ipynb").exists() and not (out / ".tmp-x1y2").exists()
     report = json.loads((out / "report.json").read_text())
     assert (
         sorted(report["fresh"])

@@ -25,7 +25,6 @@ import json
 import os
 import random
 import re
-import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from typing import Any
 
 from cellar.ingest.discovery import read_document
 from cellar.ingest.provenance import file_revision, revision
+from cellar.rerender.vfs import write_atomic
 
 MANIFEST = "synth.json"
 FORMAT = 1
@@ -302,17 +302,6 @@ def _vary_output(output: Mapping[str, Any], rng: random.Random, rename: Callable
 # -- an archive -----------------------------------------------------------------------------------
 
 
-def _write(path: Path, data: bytes) -> None:
-    """``data`` at ``path``, whole: written aside under a fresh name (a link placed at a fixed
-    temporary name had its target overwritten), then renamed over whatever is there."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with open(descriptor, "wb") as handle:
-        os.fchmod(handle.fileno(), 0o644)
-        handle.write(data)
-    os.replace(temporary, path)
-
-
 def _inside(root: Path, path: str) -> bool:
     """Whether the manifest's ``path`` names a file of the archive ``root`` (a hand-edited manifest
     may name any path)."""
@@ -330,15 +319,15 @@ def _finish(out: Path, manifest: dict[str, Any], synth: Synth) -> None:
         files.update(entry["inputs"])
     pathmap = {"files": dict(sorted(files.items())), "format": 1, "trees": {}}
     data = (json.dumps(pathmap, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
-    _write(out / "pathmap.json", data)
+    write_atomic(os.fspath(out / "pathmap.json"), data)
     manifest["files"] = {"pathmap.json": revision(data)}
     for blob in sorted({value.split(":", 1)[1] for value in files.values()}):
         target = _blob_path(out, blob)
         if not target.exists():
-            _write(target, synth.blobs[blob])
+            write_atomic(os.fspath(target), synth.blobs[blob])
         manifest["files"][target.relative_to(out).as_posix()] = blob
     text = json.dumps(manifest, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
-    _write(out / MANIFEST, text.encode("utf-8"))
+    write_atomic(os.fspath(out / MANIFEST), text.encode("utf-8"))
 
 
 def generate_archive(
@@ -400,7 +389,7 @@ def _write_span(
 
 def _add(root: Path, manifest: dict[str, Any], synth: Synth, seed: int, index: int, generation: int) -> str:
     path, data, inputs = make_notebook(seed, index, generation, synth)
-    _write(root / path, data)
+    write_atomic(os.fspath(root / path), data)
     manifest["notebooks"][path] = {
         "sha256": revision(data),
         "index": index,

@@ -37,13 +37,11 @@ Optional `rerender.json` at the archive root: `{"cell_timeout": s, "notebook_tim
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import os
 import queue
 import shutil
 import sys
-import tempfile
 import threading
 import time
 from collections import Counter
@@ -84,7 +82,6 @@ HOST_MARGIN = 30.0  # seconds past the notebook's limit before the host gives up
 WORKER_DIED = "the Pyodide worker died"  # how a notebook's stale reason starts when its worker died
 FORGED = "the worker's reply cannot be trusted"  # ... when its reply was not the sandbox's result
 TOO_LONG = "the notebook's outputs are too large to read back"  # ... when its reply passed MAX_REPLY
-TEMPORARY = (".fresh-", ".tmp")  # a file being written in the output folder (write_inside): prefix, suffix
 
 
 class RerenderStopped(RuntimeError):
@@ -479,7 +476,7 @@ def rerender(
         with lock:
             if not fresh_sums and not (out / REPORT_FILE).is_file():  # a re-render's folder from now on
                 write_inside(out, REPORT_FILE, json.dumps({"archive": str(archive), "notebooks": []}).encode())
-            fresh_sums[relative] = hashlib.sha256(fresh).hexdigest()
+            fresh_sums[relative] = revision(fresh)
         write_inside(out, relative, fresh)
 
     def work() -> None:
@@ -602,7 +599,7 @@ def rerender(
             left = Path(parent) / name
             if name.endswith(".ipynb") and left.relative_to(out).as_posix() not in fresh_sums:
                 left.unlink()
-            elif name.startswith(TEMPORARY[0]) and name.endswith(TEMPORARY[1]) and left.lstat().st_mtime < begun:
+            elif name.startswith(vfs.TEMPORARY_PREFIX) and left.lstat().st_mtime < begun:
                 left.unlink()  # what a killed run was writing (write_inside)
     report["reuse"] = {"reused": len(reused), "redone": len(entries) - len(reused), "removed": removed}
     write_inside(out, REPORT_FILE, (json.dumps(report, indent=1, ensure_ascii=False) + "\n").encode("utf-8"))
@@ -639,10 +636,10 @@ def _a_rerender(report: Path) -> bool:
 
 
 def write_inside(out: Path, relative: str, data: bytes) -> None:
-    """Write ``data`` whole at ``out/relative``: aside, then renamed over whatever has that name (a
-    link included, never written through), in folders made inside ``out``. A link among those
-    folders, which a run never makes, is removed first: one had a fresh notebook written out of
-    ``out``, into the folder it led to."""
+    """Write ``data`` whole at ``out/relative`` (``vfs.write_atomic``: a link at that name is
+    replaced, never written through), in folders made inside ``out``. A link among those folders,
+    which a run never makes, is removed first: one had a fresh notebook written out of ``out``,
+    into the folder it led to."""
     folder = out
     folder.mkdir(parents=True, exist_ok=True)
     for part in PurePosixPath(relative).parent.parts:
@@ -650,12 +647,4 @@ def write_inside(out: Path, relative: str, data: bytes) -> None:
         if folder.is_symlink():
             folder.unlink()
         folder.mkdir(exist_ok=True)
-    descriptor, partial = tempfile.mkstemp(dir=folder, prefix=TEMPORARY[0], suffix=TEMPORARY[1])  # O_EXCL: no link
-    try:
-        with open(descriptor, "wb") as handle:
-            os.fchmod(handle.fileno(), 0o644)
-            handle.write(data)
-        os.replace(partial, folder / PurePosixPath(relative).name)
-    except BaseException:
-        Path(partial).unlink(missing_ok=True)
-        raise
+    vfs.write_atomic(os.fspath(folder / PurePosixPath(relative).name), data)

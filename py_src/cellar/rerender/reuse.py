@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from cellar import __version__
+from cellar.ingest.provenance import file_revision
 
 _PACKAGE = Path(__file__).resolve().parent
 SANDBOX_SOURCES = ("*.py", "*.mjs")
@@ -95,6 +96,6 @@ def fresh_as_written(path: Path, sha256: str | None) -> bool:
     killed after writing it, its notebook then changed back, left another run's copy there, which
     the next run reused as the report's and the index published under the archive file's revision."""
     try:
-        return sha256 is not None and hashlib.sha256(path.read_bytes()).hexdigest() == sha256
+        return sha256 is not None and file_revision(path) == sha256
     except OSError:
         return False

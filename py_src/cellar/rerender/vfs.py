@@ -595,11 +595,16 @@ def dump_pathmap(pathmap: PathMap) -> str:
     return json.dumps(pathmap.data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
+TEMPORARY_PREFIX = ".tmp-"  # of the file ``write_atomic`` writes before renaming it
+
+
 def write_atomic(path: str, data: bytes) -> None:
-    """Write a file so that readers see the old bytes or the new ones, never a half-written file."""
+    """Write a file so that readers see the old bytes or the new ones, never a half-written file;
+    a link at ``path`` is replaced, never written through (the temporary's name is fresh, made
+    with O_EXCL: a link placed at a fixed one had its target overwritten)."""
     folder = os.path.dirname(path) or "."
     os.makedirs(folder, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".tmp-")
+    handle, temporary = tempfile.mkstemp(dir=folder, prefix=TEMPORARY_PREFIX)
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(data)
