@@ -18,7 +18,8 @@ An archive is untrusted input. What is read and what is refused:
   refused: record paths are cited, stored as UTF-8 JSON and published as URLs.
 
 A file named on a command line (a gold set, a blob to add, a file to hash) is read wherever it is,
-through the links it was named by, but as a regular file alone (`open_regular`, `read_regular`).
+through the links it was named by, but as a regular file alone (`open_regular`, `read_regular`);
+a file cellar writes is written whole, never through a link (`write_atomic`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import tempfile
 from os import PathLike
 from pathlib import PurePath
 from typing import Any, BinaryIO
@@ -198,6 +200,26 @@ def read_regular(path: str | PathLike[str], limit: int = MAX_FILE_BYTES) -> byte
             errno.EFBIG, f"{max(size, len(data)):,} bytes, over the limit of {limit:,} for one file: not read"
         )
     return data
+
+
+TEMPORARY_PREFIX = ".tmp-"  # of the file ``write_atomic`` writes before renaming it
+
+
+def write_atomic(path: str, data: bytes) -> None:
+    """Write a file so that readers see the old bytes or the new ones, never a half-written file;
+    a link at ``path`` is replaced, never written through (the temporary's name is fresh, made
+    with O_EXCL: a link placed at a fixed one had its target overwritten)."""
+    folder = os.path.dirname(path) or "."
+    os.makedirs(folder, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=folder, prefix=TEMPORARY_PREFIX)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.chmod(temporary, 0o644)  # mkstemp's 0600 would hide the file from a web server
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
 
 
 def _check(path: str, info: os.stat_result, what: str, limit: int) -> None:

@@ -31,9 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cellar.ingest.discovery import read_document
+from cellar.ingest.discovery import read_document, write_atomic
 from cellar.ingest.provenance import file_revision, revision
-from cellar.rerender.vfs import write_atomic
 
 MANIFEST = "synth.json"
 FORMAT = 1

@@ -50,7 +50,14 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, cast
 
-from cellar.ingest.discovery import FileRefused, find_documents, printable, read_document
+from cellar.ingest.discovery import (
+    TEMPORARY_PREFIX,
+    FileRefused,
+    find_documents,
+    printable,
+    read_document,
+    write_atomic,
+)
 from cellar.ingest.notebook import NotebookError, read_notebook
 from cellar.ingest.provenance import revision
 from cellar.records import RERENDER_STATUSES, ReportEntry
@@ -599,7 +606,7 @@ def rerender(
             left = Path(parent) / name
             if name.endswith(".ipynb") and left.relative_to(out).as_posix() not in fresh_sums:
                 left.unlink()
-            elif name.startswith(vfs.TEMPORARY_PREFIX) and left.lstat().st_mtime < begun:
+            elif name.startswith(TEMPORARY_PREFIX) and left.lstat().st_mtime < begun:
                 left.unlink()  # what a killed run was writing (write_inside)
     report["reuse"] = {"reused": len(reused), "redone": len(entries) - len(reused), "removed": removed}
     write_inside(out, REPORT_FILE, (json.dumps(report, indent=1, ensure_ascii=False) + "\n").encode("utf-8"))
@@ -636,7 +643,7 @@ def _a_rerender(report: Path) -> bool:
 
 
 def write_inside(out: Path, relative: str, data: bytes) -> None:
-    """Write ``data`` whole at ``out/relative`` (``vfs.write_atomic``: a link at that name is
+    """Write ``data`` whole at ``out/relative`` (``write_atomic``: a link at that name is
     replaced, never written through), in folders made inside ``out``. A link among those folders,
     which a run never makes, is removed first: one had a fresh notebook written out of ``out``,
     into the folder it led to."""
@@ -647,4 +654,4 @@ def write_inside(out: Path, relative: str, data: bytes) -> None:
         if folder.is_symlink():
             folder.unlink()
         folder.mkdir(exist_ok=True)
-    vfs.write_atomic(os.fspath(folder / PurePosixPath(relative).name), data)
+    write_atomic(os.fspath(folder / PurePosixPath(relative).name), data)

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from os import PathLike
 from typing import Any
 
-from cellar.ingest.discovery import FileRefused, read_document
+from cellar.ingest.discovery import FileRefused, read_document, write_atomic
 from cellar.rerender.vfs import (
     BLOB_PATTERN,
     MAX_BLOB_BYTES,
@@ -26,7 +26,6 @@ from cellar.rerender.vfs import (
     blob_id_of,
     blob_path,
     verify_blob,
-    write_atomic,
 )
 
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")

@@ -66,12 +66,11 @@ import errno
 import json
 import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 from os import PathLike
 from typing import Any
 
-from cellar.ingest.discovery import FileRefused, read_document
+from cellar.ingest.discovery import FileRefused, read_document, write_atomic
 from cellar.ingest.provenance import revision
 
 FORMAT = 1
@@ -593,26 +592,6 @@ def parse_pathmap(raw: bytes, source: str = PATHMAP_FILE) -> PathMap:
 def dump_pathmap(pathmap: PathMap) -> str:
     """pathmap.json's text: keys sorted, two-space indent, non-ASCII kept, one final newline."""
     return json.dumps(pathmap.data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-
-
-TEMPORARY_PREFIX = ".tmp-"  # of the file ``write_atomic`` writes before renaming it
-
-
-def write_atomic(path: str, data: bytes) -> None:
-    """Write a file so that readers see the old bytes or the new ones, never a half-written file;
-    a link at ``path`` is replaced, never written through (the temporary's name is fresh, made
-    with O_EXCL: a link placed at a fixed one had its target overwritten)."""
-    folder = os.path.dirname(path) or "."
-    os.makedirs(folder, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=folder, prefix=TEMPORARY_PREFIX)
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        os.chmod(temporary, 0o644)  # mkstemp's 0600 would hide the file from a web server
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
 
 
 def save_pathmap(path: str | PathLike[str], pathmap: PathMap) -> None:
